@@ -1,0 +1,102 @@
+"""Exceptions raised by s2sad.
+
+Every error that concerns the user's code carries one or more :class:`Problem`
+records.  Each renders as ``file:line:col: message``, followed by the offending
+source line, a caret under the column, and a hint saying what to do instead::
+
+    model.py:12:8: unsupported construct: 'try' statement
+        try:
+        ^
+    hint: move the try/except outside the differentiated function
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One located problem in the user's source."""
+
+    filename: str
+    line: int
+    col: int
+    message: str
+    hint: str = ""
+    source_line: str = ""
+
+    def render(self) -> str:
+        text = f"{self.filename}:{self.line}:{self.col}: {self.message}"
+        if self.source_line:
+            stripped = self.source_line.rstrip()
+            indent = len(stripped) - len(stripped.lstrip())
+            caret = " " * max(self.col - 1 - indent, 0)
+            text += f"\n    {stripped.lstrip()}\n    {caret}^"
+        if self.hint:
+            text += f"\nhint: {self.hint}"
+        return text
+
+
+class S2SADError(Exception):
+    """Base class of every s2sad error."""
+
+
+class LocatedError(S2SADError):
+    """An error about specific places in the user's code (all reported at once)."""
+
+    def __init__(self, problems: list[Problem] | Problem):
+        if isinstance(problems, Problem):
+            problems = [problems]
+        self.problems = list(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = ""
+        if len(self.problems) > 1:
+            head = f"{len(self.problems)} problems found:\n"
+        return head + "\n\n".join(p.render() for p in self.problems)
+
+    @property
+    def filename(self) -> str:
+        return self.problems[0].filename
+
+    @property
+    def line(self) -> int:
+        return self.problems[0].line
+
+    @property
+    def col(self) -> int:
+        return self.problems[0].col
+
+
+class UnsupportedSyntaxError(LocatedError):
+    """The function uses Python that s2sad cannot differentiate."""
+
+
+class MissingRuleError(LocatedError):
+    """A called function has neither Python source nor a registered adjoint rule."""
+
+
+class UnresolvedNameError(LocatedError):
+    """A name or callee could not be resolved when compiling."""
+
+
+class AliasingError(LocatedError):
+    """An array is mutated while another name still refers to (a view of) it."""
+
+
+class SourceUnavailableError(S2SADError):
+    """The function has no Python source that s2sad can read."""
+
+
+class NonDifferentiableArgumentError(S2SADError, TypeError):
+    """A gradient was requested with respect to an int, bool or other non-float value."""
+
+
+class NonScalarOutputError(S2SADError, TypeError):
+    """``grad`` needs a function that returns a scalar."""
+
+
+class RuleError(S2SADError):
+    """A rule was registered or used incorrectly."""

@@ -1,0 +1,156 @@
+"""The rule registry: the one piece of module-level mutable state in s2sad.
+
+A *rule* is a plain Python function ``d_f(g, ans, *args, **kwargs)`` that receives
+the cotangent ``g`` of the primal's output ``ans`` and the primal's arguments, and
+returns a tuple with one cotangent per positional argument (``None`` where the
+argument is not differentiable).  A shorter tuple is padded with ``None``.
+
+    @adjoint(np.tanh)
+    def d_tanh(g, ans, x):
+        return (g * (1.0 - ans * ans),)
+
+``broadcasts=True`` asks the compiler to undo NumPy broadcasting on every
+cotangent (``support.unbroadcast``), so rules for binary ufuncs stay one line.
+
+Rules for array *methods* (``x.sum(axis=1)``) reuse the function rule: the
+method table maps a method name to the function whose rule applies with the
+receiver as first argument (``method_alias("sum", np.sum)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered adjoint (``adjoint is None`` means: gradient is zero)."""
+
+    primal: Any
+    adjoint: Callable | None
+    broadcasts: bool = False
+    name: str = ""
+
+    @property
+    def differentiable(self) -> bool:
+        return self.adjoint is not None
+
+
+_RULES: dict[Any, Rule] = {}
+_METHODS: dict[str, Any] = {}
+_ATTRIBUTES: dict[str, Any] = {}
+
+
+def _key(fn: Any) -> Any:
+    try:
+        hash(fn)
+        return fn
+    except TypeError:
+        return id(fn)
+
+
+def display_name(fn: Any) -> str:
+    """``numpy.tanh``-style name of a callable, for messages and docs."""
+    mod = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    if isinstance(fn, type(len)) and mod == "builtins":
+        return name
+    if mod.startswith("numpy"):
+        mod = "numpy" if not mod.startswith("numpy.linalg") else "numpy.linalg"
+    return f"{mod}.{name}" if mod else name
+
+
+def adjoint(*primals: Any, broadcasts: bool = False) -> Callable:
+    """Register the decorated function as the adjoint rule of ``primals``."""
+    if not primals:
+        raise TypeError("adjoint() needs at least one primal function")
+
+    def register(rule_fn: Callable) -> Callable:
+        for primal in primals:
+            _RULES[_key(primal)] = Rule(primal, rule_fn, broadcasts, display_name(primal))
+        return rule_fn
+
+    return register
+
+
+def nondifferentiable(*primals: Any) -> None:
+    """Declare that ``primals`` have zero gradient (integer, boolean or shape results)."""
+    for primal in primals:
+        _RULES[_key(primal)] = Rule(primal, None, False, display_name(primal))
+
+
+def method_alias(method_name: str, function: Any) -> None:
+    """``x.<method_name>(*a, **k)`` behaves like ``function(x, *a, **k)`` for rules."""
+    _METHODS[method_name] = function
+
+
+def attribute_alias(attr_name: str, function: Any) -> None:
+    """``x.<attr_name>`` behaves like ``function(x)`` (e.g. ``T`` -> ``np.transpose``)."""
+    _ATTRIBUTES[attr_name] = function
+
+
+def lookup(fn: Any) -> Rule | None:
+    """The rule registered for ``fn``, or None."""
+    _ensure_loaded()
+    try:
+        return _RULES.get(_key(fn))
+    except TypeError:
+        return None
+
+
+def lookup_method(method_name: str) -> Any | None:
+    """The function a method name stands for, or None."""
+    _ensure_loaded()
+    return _METHODS.get(method_name)
+
+
+def lookup_attribute(attr_name: str) -> Any | None:
+    """The function a differentiable array attribute stands for, or None."""
+    _ensure_loaded()
+    return _ATTRIBUTES.get(attr_name)
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, sorted by name (for docs and fingerprints)."""
+    _ensure_loaded()
+    return sorted(_RULES.values(), key=lambda r: r.name)
+
+
+def all_methods() -> dict[str, Any]:
+    _ensure_loaded()
+    return dict(sorted(_METHODS.items()))
+
+
+def fingerprint() -> str:
+    """A hash of every rule's name and source; part of every cache key."""
+    _ensure_loaded()
+    h = hashlib.sha256()
+    for rule in all_rules():
+        h.update(rule.name.encode())
+        h.update(b"B" if rule.broadcasts else b"-")
+        if rule.adjoint is not None:
+            try:
+                h.update(inspect.getsource(rule.adjoint).encode())
+            except (OSError, TypeError):
+                h.update(repr(rule.adjoint).encode())
+    for name, fn in sorted(_METHODS.items()):
+        h.update(f"{name}={display_name(fn)}".encode())
+    for name, fn in sorted(_ATTRIBUTES.items()):
+        h.update(f"{name}:{display_name(fn)}".encode())
+    return h.hexdigest()[:16]
+
+
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    """Import the built-in rule modules (they register themselves on import)."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from s2sad.runtime import load_builtin_rules
+
+        load_builtin_rules()

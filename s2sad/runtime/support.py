@@ -1,0 +1,186 @@
+"""Helpers that generated gradient code calls.
+
+Conventions shared with the compiler:
+
+* ``None`` is the zero cotangent of any value (array, float, list, dict...).
+  Rules are only applied to non-``None`` cotangents.
+* The cotangent of a list/tuple is a list of cotangents (``None`` entries are
+  zeros); that of a dict is a dict holding the keys that received gradient.
+* Cotangents are never mutated in place here: helpers return new objects, so two
+  names may safely share one cotangent array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "unbroadcast",
+    "add",
+    "finalize",
+    "zeros_like",
+    "split_last",
+    "copy_item",
+    "restore_item",
+    "without_item",
+    "item_of",
+    "ones_like_output",
+]
+
+
+def unbroadcast(g: Any, like: Any) -> Any:
+    """Sum ``g`` down to the shape of ``like``, undoing NumPy broadcasting.
+
+    Also casts to ``like``'s floating dtype, so float32 primals get float32
+    cotangents even when a float64 constant took part in the operation.
+    """
+    if g is None:
+        return None
+    if isinstance(like, (list, tuple, dict)):
+        if isinstance(like, (list, tuple)) and len(g) != len(like):
+            raise ValueError(
+                f"cotangent of length {len(g)} for a sequence of length {len(like)}: "
+                "concatenating differentiated lists with '+' is not supported; "
+                "build the list with list.append instead"
+            )
+        return g
+    if hasattr(g, "to_dense") and not isinstance(like, (list, tuple, dict)):
+        return g
+    shape = np.shape(like)
+    if np.shape(g) != shape:
+        g = np.asarray(g)
+        extra = g.ndim - len(shape)
+        if extra > 0:
+            g = g.sum(axis=tuple(range(extra)))
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+        if g.shape != shape:
+            g = np.broadcast_to(g, shape)
+    dtype = getattr(like, "dtype", None)
+    if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
+        g = np.asarray(g).astype(dtype)
+    return g
+
+
+def add(a: Any, b: Any) -> Any:
+    """``a + b`` for cotangents, where ``None`` is zero and containers add per entry."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = add(out.get(k), v)
+        return out
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"cotangent lengths differ: {len(a)} and {len(b)}")
+        return [add(x, y) for x, y in zip(a, b)]
+    return a + b
+
+
+def zeros_like(x: Any) -> Any:
+    """A zero cotangent with the structure, shape and dtype of ``x``."""
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else float)
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(zeros_like(v) for v in x)
+    if isinstance(x, np.generic):
+        return x.dtype.type(0) if x.dtype.kind in "fc" else 0.0
+    return 0.0
+
+
+def finalize(g: Any, x: Any) -> Any:
+    """Shape cotangent ``g`` like the argument ``x``: same structure, shape, dtype.
+
+    Returned arrays never alias ``g``'s buffers, so the caller may keep them.
+    """
+    if g is None:
+        return zeros_like(x)
+    if hasattr(g, "to_dense"):
+        g = g.to_dense()
+    if isinstance(x, dict):
+        return {k: finalize(g.get(k), v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(finalize(gi, xi) for gi, xi in zip(g, x))
+    if isinstance(x, np.ndarray):
+        g = unbroadcast(g, x)
+        return np.array(g, dtype=x.dtype if x.dtype.kind in "fc" else float, copy=True)
+    if isinstance(x, np.generic):
+        return x.dtype.type(np.sum(g))
+    return float(np.sum(g))
+
+
+def split_last(g_list: Any) -> tuple[Any, Any]:
+    """Cotangent of ``L.append(v)`` read backwards: (cotangent of L before, of v)."""
+    if g_list is None:
+        return None, None
+    return list(g_list[:-1]), g_list[-1]
+
+
+def item_of(g: Any, index: Any) -> Any:
+    """``g[index]`` where ``g`` may be None (zero) or a sparse dict cotangent."""
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return g.get(index)
+    return g[index]
+
+
+def copy_item(container: Any, index: Any) -> Any:
+    """A copy of ``container[index]`` taken before it is overwritten.
+
+    For a dict key that does not exist yet, returns the ``MISSING`` marker.
+    """
+    if isinstance(container, dict) and index not in container:
+        return MISSING
+    item = container[index]
+    return item.copy() if isinstance(item, np.ndarray) else item
+
+
+def restore_item(container: Any, index: Any, old: Any) -> None:
+    """Undo ``container[index] = ...`` with the value saved by :func:`copy_item`."""
+    if old is MISSING:
+        del container[index]
+    else:
+        container[index] = old
+
+
+def without_item(g: Any, index: Any) -> Any:
+    """A copy of cotangent ``g`` with the entry at ``index`` set to zero."""
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        out = dict(g)
+        out.pop(index, None)
+        return out
+    if isinstance(g, list):
+        out = list(g)
+        out[index] = None
+        return out
+    out = np.array(g, copy=True)
+    out[index] = 0
+    return out
+
+
+def ones_like_output(ans: Any) -> Any:
+    """The seed cotangent of a scalar output."""
+    if isinstance(ans, np.ndarray):
+        return np.ones_like(ans)
+    if isinstance(ans, np.generic):
+        return ans.dtype.type(1)
+    return 1.0
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
