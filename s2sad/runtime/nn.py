@@ -1,0 +1,343 @@
+"""Neural-network kernels and their adjoint rules.
+
+Users call these from plain NumPy loss functions; s2sad differentiates the loss
+and uses the rules below for the kernels.  Every kernel is an ordinary function
+that also works without s2sad.
+
+Layouts and conventions
+-----------------------
+* ``conv1d(x, w, b)``: ``x`` is ``(batch, in_channels, length)`` (channels first,
+  as PyTorch ``Conv1d``), ``w`` is ``(filters, in_channels, width)``, ``b`` is
+  ``(filters,)``; the result is ``(batch, filters, length - width + 1)``, a *valid*
+  cross-correlation (no padding, stride 1, no kernel flip).  The *memory* order of
+  ``x`` is free: ``embedding(...).transpose(0, 2, 1)`` (channels last in memory) is
+  detected by its strides and unrolled in the order that reads memory
+  contiguously.  Either way the forward pass is one im2col copy and one matrix
+  product, and the result is a fresh C-contiguous array.
+* ``maxpool1d(x, k)`` pools non-overlapping windows of ``k`` over the last axis;
+  ``length % k`` trailing elements are dropped (PyTorch ``MaxPool1d(k)``).  On
+  ties the gradient goes to the *first* maximal element of each window only.
+* ``relu``'s gradient at exactly 0 is 0.
+* ``embedding(table, ids)`` is ``table[ids]``; its rule returns a
+  :class:`~s2sad.runtime.sparse.RowSparse` cotangent holding only touched rows.
+* Losses return the *mean* over all examples, as a scalar of the logits' dtype.
+  ``softmax_cross_entropy`` takes integer class ids ``labels`` with
+  ``logits.shape == labels.shape + (classes,)``;
+  ``binary_cross_entropy_with_logits`` takes float targets of the logits' shape.
+* Rules never modify ``g`` or the primal arguments; cotangents have the dtype of
+  the primal whenever ``g`` has it (float32 in, float32 out).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from s2sad.runtime.registry import adjoint, nondifferentiable
+from s2sad.runtime.sparse import RowSparse, coalesce
+
+__all__ = [
+    "conv1d",
+    "maxpool1d",
+    "embedding",
+    "dense",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "softmax_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "one_hot",
+]
+
+
+# -- conv1d ---------------------------------------------------------------------
+
+
+def _check_conv(x: np.ndarray, w: np.ndarray) -> None:
+    if x.ndim != 3 or w.ndim != 3 or x.shape[1] != w.shape[1]:
+        raise ValueError(
+            f"conv1d needs x (batch, channels, length) and w (filters, channels, "
+            f"width) with equal channels; got x {x.shape} and w {w.shape}"
+        )
+    if w.shape[2] > x.shape[2]:
+        raise ValueError(f"conv1d width {w.shape[2]} exceeds length {x.shape[2]}")
+
+
+def _channels_last(x: np.ndarray) -> bool:
+    """True when x's channels are adjacent in memory (a transposed (B, L, C) array)."""
+    return x.strides[1] < x.strides[2]
+
+
+def _im2col(x: np.ndarray, width: int) -> np.ndarray:
+    """Unrolled windows of x, copied once in memory-friendly order.
+
+    Channels-first memory: ``(C * K, B * Lo)`` with rows (c, k), columns (b, t).
+    Channels-last memory: ``(B * Lo, K * C)`` with rows (b, t), columns (k, c).
+    """
+    batch, chans, length = x.shape
+    out_len = length - width + 1
+    win = sliding_window_view(x, width, axis=2)  # (B, C, Lo, K), a view
+    if _channels_last(x):
+        return win.transpose(0, 2, 3, 1).reshape(batch * out_len, width * chans)
+    return win.transpose(1, 3, 0, 2).reshape(chans * width, batch * out_len)
+
+
+def conv1d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Valid 1-D cross-correlation: ``(B, C, L), (F, C, K), (F,) -> (B, F, L-K+1)``."""
+    x, w = np.asarray(x), np.asarray(w)
+    _check_conv(x, w)
+    (batch, chans, length), (filters, _, width) = x.shape, w.shape
+    out_len = length - width + 1
+    cols = _im2col(x, width)
+    if _channels_last(x):
+        w_mat = w.transpose(2, 1, 0).reshape(width * chans, filters)
+        y = (cols @ w_mat).reshape(batch, out_len, filters).transpose(0, 2, 1)
+    else:
+        y = (w.reshape(filters, chans * width) @ cols).reshape(filters, batch, out_len)
+        y = y.transpose(1, 0, 2)
+    out = np.empty((batch, filters, out_len), dtype=y.dtype)
+    if b is None:
+        np.copyto(out, y)
+    else:
+        np.add(y, np.asarray(b)[:, None], out=out)
+    return out
+
+
+def conv1d_grad_weight(g: np.ndarray, x: np.ndarray, width: int) -> np.ndarray:
+    """Cotangent of ``w`` in ``conv1d(x, w)`` for output cotangent ``g``: one product."""
+    filters = g.shape[1]
+    chans = x.shape[1]
+    cols = _im2col(x, width)
+    if _channels_last(x):
+        g_mat = g.transpose(0, 2, 1).reshape(-1, filters)
+        gw = (cols.T @ g_mat).reshape(width, chans, filters).transpose(2, 1, 0)
+        return np.ascontiguousarray(gw)
+    g_mat = g.transpose(1, 0, 2).reshape(filters, -1)
+    return (g_mat @ cols.T).reshape(filters, chans, width)
+
+
+def conv1d_grad_input(g: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Cotangent of ``x`` in ``conv1d(x, w)``: a full convolution of ``g`` with ``w``.
+
+    ``g`` padded by ``width - 1`` zeros on both sides, correlated with the
+    flipped kernel with filters and channels swapped, is the transposed
+    convolution; reusing :func:`conv1d` keeps it one im2col and one product.
+    """
+    batch, filters, out_len = g.shape
+    width = w.shape[2]
+    padded = np.zeros((batch, filters, out_len + 2 * (width - 1)), dtype=g.dtype)
+    padded[:, :, width - 1 : width - 1 + out_len] = g
+    return conv1d(padded, w[:, :, ::-1].transpose(1, 0, 2))
+
+
+@adjoint(conv1d)
+def d_conv1d(g, ans, x, w, b=None):
+    return (
+        conv1d_grad_input(g, w),
+        conv1d_grad_weight(g, x, w.shape[2]),
+        None if b is None else g.sum(axis=(0, 2)),
+    )
+
+
+# -- maxpool1d ------------------------------------------------------------------
+
+
+def _pool_windows(x: np.ndarray, k: int) -> np.ndarray:
+    """``(..., L // k, k)`` view of x's non-overlapping windows (remainder dropped)."""
+    if int(k) != k or k < 1 or x.ndim < 1 or x.shape[-1] < k:
+        raise ValueError(f"maxpool1d needs 1 <= k <= length; got k={k}, x {x.shape}")
+    k = int(k)
+    n = x.shape[-1] // k
+    return sliding_window_view(x[..., : n * k], k, axis=-1)[..., ::k, :]
+
+
+def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
+    """Max over non-overlapping windows of size k on the last axis: ``(..., L) -> (..., L // k)``."""
+    return _pool_windows(np.asarray(x), k).max(axis=-1)
+
+
+def maxpool1d_grad(g: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
+    """Route each window's cotangent to its first maximal element; zeros elsewhere."""
+    x = np.asarray(x)
+    first = _pool_windows(x, k).argmax(axis=-1)  # argmax picks the first max on ties
+    slots = np.zeros((*first.shape, int(k)), dtype=np.result_type(g, x))
+    np.put_along_axis(slots, first[..., None], g[..., None], axis=-1)
+    if slots.size == x.size:
+        return slots.reshape(x.shape)
+    gx = np.zeros(x.shape, dtype=slots.dtype)
+    gx[..., : slots.shape[-2] * int(k)] = slots.reshape(*x.shape[:-1], -1)
+    return gx
+
+
+@adjoint(maxpool1d)
+def d_maxpool1d(g, ans, x, k):
+    return (maxpool1d_grad(g, x, k), None)
+
+
+# -- embedding ------------------------------------------------------------------
+
+
+def embedding(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Rows of ``table`` picked by the int array ``ids``: shape ``ids.shape + (dim,)``."""
+    return np.take(table, ids, axis=0)
+
+
+def embedding_grad(g: np.ndarray, table: np.ndarray, ids: np.ndarray) -> RowSparse:
+    """Cotangent of ``table``: repeated ids accumulated, only touched rows stored."""
+    return coalesce(np.asarray(ids), np.asarray(g, dtype=table.dtype), table.shape)
+
+
+@adjoint(embedding)
+def d_embedding(g, ans, table, ids):
+    return (embedding_grad(g, table, ids), None)
+
+
+def one_hot(labels: np.ndarray, classes: int, dtype: type = np.float32) -> np.ndarray:
+    """``labels.shape + (classes,)`` array with a 1 at each label (not differentiable)."""
+    labels = np.asarray(labels)
+    return (labels[..., None] == np.arange(classes)).astype(dtype)
+
+
+nondifferentiable(one_hot)
+
+
+# -- dense layer and activations --------------------------------------------------
+
+
+def dense(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """``x @ W + b`` for x of shape ``(..., in)``, W ``(in, out)``, b ``(out,)``."""
+    y = np.matmul(x, W)
+    if b is not None:
+        y += b  # y is fresh: add in place
+    return y
+
+
+def _leading_axes(a: np.ndarray) -> list[int]:
+    return list(range(np.ndim(a) - 1))
+
+
+@adjoint(dense)
+def d_dense(g, ans, x, W, b=None):
+    return (
+        g @ W.T,
+        np.tensordot(x, g, axes=(_leading_axes(x), _leading_axes(g))),
+        None if b is None else g.sum(axis=tuple(_leading_axes(g))),
+    )
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0)`` elementwise."""
+    return np.maximum(x, 0)
+
+
+@adjoint(relu)
+def d_relu(g, ans, x):
+    return (g * (ans > 0),)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` without overflow: exp is only taken of ``-|x|``."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+@adjoint(sigmoid)
+def d_sigmoid(g, ans, x):
+    return (g * (ans * (1.0 - ans)),)
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``exp(x) / sum(exp(x))`` along axis, shifted by the max so it cannot overflow."""
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+@adjoint(softmax)
+def d_softmax(g, ans, x, axis=-1):
+    return (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
+
+
+def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``x - logsumexp(x)`` along axis, computed from max-shifted values."""
+    z = x - np.max(x, axis=axis, keepdims=True)
+    z -= np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    return z
+
+
+@adjoint(log_softmax)
+def d_log_softmax(g, ans, x, axis=-1):
+    return (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)
+
+
+# -- losses ---------------------------------------------------------------------
+
+
+def _check_labels(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu" or logits.shape[:-1] != labels.shape:
+        raise ValueError(
+            "softmax_cross_entropy needs integer labels with logits.shape == "
+            f"labels.shape + (classes,); got logits {logits.shape}, "
+            f"labels {labels.shape} of {labels.dtype}"
+        )
+    return labels
+
+
+def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating:
+    """Mean over examples of ``-log softmax(logits)[label]``."""
+    logits = np.asarray(logits)
+    labels = _check_labels(logits, labels)
+    z = logits - logits.max(axis=-1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=-1))
+    picked = np.take_along_axis(z, labels[..., None], axis=-1)[..., 0]
+    return np.mean(log_norm - picked)
+
+
+def softmax_cross_entropy_grad(
+    g: float, logits: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
+    """``(softmax(logits) - one_hot(labels)) * g / examples``."""
+    labels = np.asarray(labels)
+    p = softmax(logits)
+    np.put_along_axis(
+        p, labels[..., None], np.take_along_axis(p, labels[..., None], -1) - 1, -1
+    )
+    p *= np.asarray(g, dtype=p.dtype) / max(labels.size, 1)
+    return p
+
+
+@adjoint(softmax_cross_entropy)
+def d_softmax_cross_entropy(g, ans, logits, labels):
+    return (softmax_cross_entropy_grad(g, logits, labels), None)
+
+
+def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:
+    if np.shape(logits) != np.shape(targets):
+        raise ValueError(
+            "binary_cross_entropy_with_logits needs targets of the logits' shape "
+            f"(no broadcasting); got {np.shape(logits)} and {np.shape(targets)}"
+        )
+
+
+def binary_cross_entropy_with_logits(
+    logits: np.ndarray, targets: np.ndarray
+) -> np.floating:
+    """Mean of ``-t log sigmoid(x) - (1 - t) log(1 - sigmoid(x))``, never overflowing.
+
+    Uses ``max(x, 0) - x t + log1p(exp(-|x|))``, exact for any finite x.
+    """
+    logits = np.asarray(logits)
+    _check_targets(logits, targets)
+    terms = np.maximum(logits, 0) - logits * targets
+    terms += np.log1p(np.exp(-np.abs(logits)))
+    return np.mean(terms)
+
+
+@adjoint(binary_cross_entropy_with_logits)
+def d_binary_cross_entropy_with_logits(g, ans, logits, targets):
+    return (
+        (sigmoid(logits) - targets) * (np.asarray(g, logits.dtype) / np.size(logits)),
+        logits * (np.asarray(-g, np.result_type(targets, 1.0)) / np.size(logits)),
+    )
