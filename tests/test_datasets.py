@@ -603,3 +603,11 @@ def test_snappy_far_copies():
 def test_snappy_rejects_bad_blocks(block):
     with pytest.raises(snappy.SnappyError):
         snappy.decompress(block)
+
+
+def test_imdb_defaults_keep_the_end_of_a_review(imdb_wheel):
+    x_train, _, _, _, vocab = load_imdb(maxlen=5, test_size=10)
+    assert {vocab[i] for i in x_train[:, -1]} == {"coming"}
+    assert {vocab[i] for i in x_train[:, 0]} == {"did"}  # did n't see w_ coming
+    x_long, *_ = load_imdb(maxlen=40, test_size=10)
+    assert (x_long[:, 0] == 0).all() and {vocab[i] for i in x_long[:, -1]} == {"coming"}

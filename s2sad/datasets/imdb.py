@@ -112,8 +112,8 @@ def load_imdb(
     path: str | os.PathLike[str] | None = None,
     *,
     test_size: int = 5000,
-    truncating: str = "post",
-    padding: str = "post",
+    truncating: str = "pre",
+    padding: str = "pre",
 ) -> Split:
     """Return ``(x_train, y_train, x_test, y_test, vocab)`` for IMDB sentiment.
 
@@ -121,10 +121,14 @@ def load_imdb(
     ``vocab[i]`` is the word of id i (``vocab[0] == "<pad>"``, ``vocab[1] ==
     "<unk>"``), ``len(vocab) <= num_words`` (all training words if None).
 
-    Reviews longer than ``maxlen`` tokens lose their end (``truncating="post"``,
-    the default) or their beginning (``"pre"``); shorter ones get padding ids
-    after the words (``padding="post"``, the default) or before them
-    (``"pre"``). ``maxlen=None`` pads to the longest review.
+    Reviews longer than ``maxlen`` tokens lose their beginning (``truncating=
+    "pre"``, the default) or their end (``"post"``); shorter ones get padding
+    ids before the words (``padding="pre"``, the default) or after them
+    (``"post"``). So by default every row ends with the review's last token:
+    the end of a review (often its verdict) is kept, and it sits at the same
+    positions in every row. (Mean-GloVe logistic regression at maxlen=130
+    scores about 74% keeping the end versus 73% keeping the start.)
+    ``maxlen=None`` pads to the longest review.
 
     With no ``path`` the pinned wheel's 25k reviews are split by ``seed`` into
     ``25000 - test_size`` training reviews and at most ``test_size`` held-out
@@ -200,8 +204,9 @@ def pad_rows(
 ) -> np.ndarray:
     """Stack reviews ``rows`` into an int32 (len(rows), maxlen) array.
 
-    ``truncating`` says which end of a long review is cut ("post": the end),
-    ``padding`` which end of a short one gets PAD_ID ("post": after the words).
+    ``truncating`` says which end of a long review is cut ("pre": the start,
+    "post": the end), ``padding`` which end of a short one gets PAD_ID ("pre":
+    before the words, "post": after them).
     """
     out = np.full((len(rows), maxlen), PAD_ID, dtype=np.int32)
     for r, i in enumerate(rows):
