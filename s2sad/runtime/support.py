@@ -184,3 +184,15 @@ class _Missing:
 
 
 MISSING = _Missing()
+
+
+def pad(cotangents: tuple, n: int) -> tuple:
+    """A rule's cotangent tuple padded with ``None`` to ``n`` entries."""
+    cotangents = tuple(cotangents)
+    if len(cotangents) >= n:
+        return cotangents[:n]
+    return cotangents + (None,) * (n - len(cotangents))
+
+
+#: the name generated code uses for cotangent accumulation
+accumulate = add

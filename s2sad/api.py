@@ -1,0 +1,187 @@
+"""The public decorators: ``grad`` and ``value_and_grad``.
+
+Compilation is lazy: the first call parses, transforms and emits the gradient
+module (or loads it from the cache), later calls go straight to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from s2sad import cache, pipeline
+from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
+
+
+class GradientFunction:
+    """The callable returned by :func:`grad` / :func:`value_and_grad`.
+
+    ``.source`` is the emitted module's code and ``.path`` its file; both are
+    available after the first call (or after :meth:`compile`).
+    """
+
+    def __init__(self, fun: Callable, argnums: int | tuple[int, ...], with_value: bool,
+                 optimize: bool = True):
+        if not callable(fun):
+            raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
+        self.fun = fun
+        self.argnums = argnums
+        self.with_value = with_value
+        self.options = pipeline.Options(optimize=optimize)
+        self._signature = inspect.signature(fun)
+        self._compiled: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+        self._last = None
+        functools.update_wrapper(self, fun)
+
+    @property
+    def _argnums(self) -> tuple[int, ...]:
+        return self.argnums if isinstance(self.argnums, tuple) else (self.argnums,)
+
+    # -- compiled module
+    def _bind(self, args, kwargs) -> list[Any]:
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    def _type_signature(self, values: list[Any]) -> str:
+        parts = []
+        for v in values:
+            if not isinstance(v, (np.ndarray, np.generic, float, int, bool, list, tuple, dict,
+                                  type(None), str)):
+                parts.append(f"{type(v).__module__}.{type(v).__qualname__}")
+            else:
+                parts.append("-")
+        return ",".join(parts)
+
+    def _module(self, values: list[Any]):
+        sig = self._type_signature(values)
+        entry = self._compiled.get(sig)
+        if entry is None:
+            with self._lock:
+                entry = self._compiled.get(sig)
+                if entry is None:
+                    argnums = self._argnums
+
+                    def compile_source():
+                        return pipeline.compile_function(self.fun, argnums, self.options,
+                                                         tuple(values))
+                    module, path, source = cache.load(self.fun, argnums, self.options, sig,
+                                                      compile_source)
+                    fn = next(getattr(module, n) for n in dir(module)
+                              if n.endswith("_value_and_grad") and callable(getattr(module, n)))
+                    entry = (fn, path, source)
+                    self._compiled[sig] = entry
+        self._last = entry
+        return entry[0]
+
+    def compile(self, *args, **kwargs) -> "GradientFunction":
+        """Compile (or load) for these example arguments without running the gradient."""
+        self._module(self._bind(args, kwargs))
+        return self
+
+    @property
+    def source(self) -> str:
+        if self._last is None:
+            raise RuntimeError("not compiled yet: call the gradient function (or .compile) first")
+        return self._last[2]
+
+    @property
+    def path(self) -> str:
+        if self._last is None:
+            raise RuntimeError("not compiled yet: call the gradient function (or .compile) first")
+        return str(self._last[1])
+
+    # -- calling
+    def __call__(self, *args, out=None, **kwargs):
+        values = self._bind(args, kwargs)
+        names = list(self._signature.parameters)
+        for i in self._argnums:
+            if i >= len(values):
+                raise IndexError(f"argnums={i} but {self.fun.__name__} takes {len(values)} arguments")
+            _check_differentiable(values[i], names[i], i)
+        value, grads = self._module(values)(*values)
+        if np.size(value) != 1 or isinstance(value, (tuple, list, dict)):
+            raise NonScalarOutputError(
+                f"{self.fun.__qualname__} returned a value of shape {np.shape(value)}; grad needs "
+                "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
+                "output separately."
+            )
+        if out is not None:
+            grads = _write_into(out, grads if isinstance(self.argnums, tuple) else grads[0])
+        elif not isinstance(self.argnums, tuple):
+            grads = grads[0]
+        return (value, grads) if self.with_value else grads
+
+
+def _check_differentiable(value: Any, name: str, index: int, path: str = "") -> None:
+    where = f"argument '{name}'{path} (argnums={index})"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_differentiable(v, name, index, f"{path}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for k, v in enumerate(value):
+            _check_differentiable(v, name, index, f"{path}[{k}]")
+    elif isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer))):
+        raise NonDifferentiableArgumentError(
+            f"{where} is {type(value).__name__} {value!r}: gradients are defined for float "
+            "values only. Pass a float (e.g. 3.0), or leave it out of argnums."
+        )
+    elif isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
+        raise NonDifferentiableArgumentError(
+            f"{where} is an array of dtype {value.dtype}: gradients are defined for float "
+            "arrays only. Convert it with .astype(np.float64), or leave it out of argnums."
+        )
+    elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
+        raise NonDifferentiableArgumentError(
+            f"{where} is a {type(value).__name__}: s2sad differentiates floats, float arrays "
+            "and dicts/lists/tuples of them."
+        )
+
+
+def _write_into(out: Any, grads: Any) -> Any:
+    """Copy gradients into the caller's arrays (same structure); return ``out``."""
+    if isinstance(out, dict):
+        for k in out:
+            out[k] = _write_into(out[k], grads[k])
+        return out
+    if isinstance(out, list):
+        for i in range(len(out)):
+            out[i] = _write_into(out[i], grads[i])
+        return out
+    if isinstance(out, tuple):
+        return tuple(_write_into(o, g) for o, g in zip(out, grads))
+    if isinstance(out, np.ndarray):
+        np.copyto(out, grads)
+        return out
+    raise TypeError("out= must hold NumPy arrays where the gradients are arrays")
+
+
+def _decorator(with_value: bool):
+    def make(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0, *,
+             optimize: bool = True):
+        if fun is None:
+            return lambda f: GradientFunction(f, argnums, with_value, optimize)
+        if isinstance(fun, int) or isinstance(fun, tuple):
+            raise TypeError("pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)")
+        return GradientFunction(fun, argnums, with_value, optimize)
+    return make
+
+
+grad = _decorator(False)
+grad.__doc__ = """Gradient of a scalar function with respect to ``argnums`` (default 0).
+
+    @s2sad.grad                         # bare decorator
+    def loss(w, x): ...
+
+    dloss = s2sad.grad(loss, argnums=(0, 1))   # tuple of gradients
+
+Each gradient has the structure, shape and dtype of its argument.
+"""
+
+value_and_grad = _decorator(True)
+value_and_grad.__doc__ = """Like :func:`grad`, but the function returns ``(value, gradient)``."""

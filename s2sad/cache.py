@@ -1,0 +1,194 @@
+"""The on-disk cache of generated gradient modules.
+
+A module is stored as ``<module>.<function>-<key>.py`` under ``$S2SAD_CACHE_DIR``
+(default ``~/.cache/s2sad``).  The key hashes everything the emitted code depends
+on: the function's source and its callees' sources, argnums, options, the types
+of non-array arguments, the s2sad version and the rule registry's fingerprint.
+The first line of each file holds the SHA-256 of the rest; a file whose content
+does not match is regenerated, never executed.  Writes are atomic.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+from s2sad.runtime import registry
+from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG, VERSION
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("S2SAD_CACHE_DIR") or Path.home() / ".cache" / "s2sad")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
+    """Sources of ``fn`` and every Python function it can reach through its names."""
+    seen = seen if seen is not None else set()
+    if id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    try:
+        out = [inspect.getsource(fn)]
+    except (OSError, TypeError):
+        return []
+    env = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            env[name] = cell.cell_contents
+        except ValueError:
+            pass
+    for name in sorted(_code_names(fn.__code__)):
+        obj = env.get(name)
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        if isinstance(obj, types.FunctionType) and not _library(obj):
+            out += callee_sources(obj, seen)
+        elif obj is not None and not isinstance(obj, (types.ModuleType, type)) and not _library(type(obj)):
+            cls = type(obj)
+            if cls.__module__ not in ("builtins",) and hasattr(cls, "__dict__"):
+                for attr in sorted(vars(cls)):
+                    member = vars(cls)[attr]
+                    if isinstance(member, types.FunctionType):
+                        out += callee_sources(member, seen)
+    return out
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _library(obj: Any) -> bool:
+    mod = getattr(obj, "__module__", "") or ""
+    return mod.split(".")[0] in ("numpy", "s2sad", "builtins", "math")
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """Hash of the compiler's own source, so an upgraded s2sad never reuses stale files."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    for path in sorted([*root.glob("*.py"), *(root / "transforms").glob("*.py")]):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def key_for(fn: Any, argnums: tuple, options_key: str, type_sig: str) -> str:
+    h = hashlib.sha256()
+    for part in (VERSION, compiler_fingerprint(), registry.fingerprint(), fn.__module__ or "", fn.__qualname__,
+                 repr(argnums), options_key, type_sig, *callee_sources(fn)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def path_for(fn: Any, key: str) -> Path:
+    base = f"{fn.__module__}.{fn.__qualname__}".replace("<", "").replace(">", "")
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in base)
+    return cache_dir() / f"{safe}-{key}.py"
+
+
+def seal(source: str) -> str:
+    """Prefix ``source`` with the hash line that :func:`read_verified` checks."""
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    return f"{CONTENT_TAG}{digest}\n{source}"
+
+
+def read_verified(path: Path) -> str | None:
+    """The file's source without its hash line, or None when missing or damaged."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    first, _, rest = text.partition("\n")
+    if not first.startswith(CONTENT_TAG):
+        return None
+    if hashlib.sha256(rest.encode()).hexdigest() != first[len(CONTENT_TAG):].strip():
+        return None
+    return rest
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
+    """Objects for the names the module expects s2sad to bind, or None if any is lost."""
+    for line in source.splitlines()[:8]:
+        if line.startswith(BINDINGS_TAG):
+            table = json.loads(line[len(BINDINGS_TAG):])
+            break
+    else:
+        return {}
+    cells = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            cells[name] = cell.cell_contents
+        except ValueError:
+            pass
+    out = {}
+    for alias, origin in table.items():
+        if not origin:
+            return None
+        if origin[0] == "closure" and origin[1] in cells:
+            out[alias] = cells[origin[1]]
+            continue
+        if origin[0] == "module":
+            mod = sys.modules.get(origin[1])
+            if mod is None:
+                try:
+                    mod = importlib.import_module(origin[1])
+                except ImportError:
+                    return None
+            if hasattr(mod, origin[2]):
+                out[alias] = getattr(mod, origin[2])
+                continue
+        return None
+    return out
+
+
+def import_source(source: str, path: Path, bindings: dict[str, Any]) -> types.ModuleType:
+    name = f"s2sad_generated_{path.stem.replace('.', '_').replace('-', '_')}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__dict__.update(bindings)
+    code = compile(seal(source), str(path), "exec")  # with the hash line: lines match the file
+    exec(code, module.__dict__)
+    return module
+
+
+def load(fn: Any, argnums: tuple, options, type_sig: str,
+         compile_source: Callable[[], tuple[str, dict]]):
+    """(module, path, source) for ``fn``'s gradient: from the cache or freshly compiled."""
+    path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
+    source = read_verified(path)
+    if source is not None:
+        bindings = resolve_bindings(source, fn)
+        if bindings is not None:
+            return import_source(source, path, bindings), path, source
+    source, bindings = compile_source()
+    write_atomic(path, seal(source))
+    return import_source(source, path, bindings), path, source

@@ -1,0 +1,1 @@
+"""Compiler passes, one per module; `s2sad.pipeline.PASSES` orders them."""

@@ -1,0 +1,213 @@
+"""Activity: which names depend on the differentiated inputs AND reach the output.
+
+Flow-insensitive fixpoints over the normalized function (a name is active if any
+of its assignments is): conservative, and exact enough for gradient code, since
+an adjoint that is never fed stays ``None`` and costs nothing::
+
+    def f(x, n):            active  = {x, y, z}      (n, k depend on no input)
+        k = n * 2           useful  = {out, z, y, x} (reach the return value)
+        y = x * k           adjoint = active & useful = {x, y, z}
+        z = np.sin(y)
+        return z
+
+It also rejects what would give a silently wrong gradient: an active value
+passed to a callee with no rule and no source, an active keyword argument to a
+rule, and in-place mutation of an argument.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
+from s2sad.runtime import registry
+from s2sad.transforms.astutil import anno
+from s2sad.transforms.normalize import CallInfo
+
+INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
+INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
+INACTIVE_BINOPS = (ast.FloorDiv, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+
+
+@dataclass
+class Activity:
+    active: set[str] = field(default_factory=set)
+    useful: set[str] = field(default_factory=set)
+
+    def needs_adjoint(self, n: str) -> bool:
+        return n in self.active and n in self.useful
+
+
+def simple_statements(body: list[ast.stmt]):
+    """Every non-compound statement, in program order, at any depth."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            yield from simple_statements(stmt.body)
+            yield from simple_statements(stmt.orelse)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            yield from simple_statements(stmt.body)
+        else:
+            yield stmt
+
+
+def operands(value: ast.expr) -> list[str]:
+    """Local names whose value flows (differentiably, if at all) into ``value``."""
+    if isinstance(value, ast.Name):
+        return [value.id]
+    if isinstance(value, ast.Constant):
+        return []
+    if isinstance(value, ast.Compare) or isinstance(value, ast.JoinedStr):
+        return []
+    if isinstance(value, ast.BinOp):
+        if isinstance(value.op, INACTIVE_BINOPS):
+            return []
+        return _names(value.left) + _names(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return [] if isinstance(value.op, (ast.Not, ast.Invert)) else _names(value.operand)
+    if isinstance(value, ast.Subscript):
+        return _names(value.value)
+    if isinstance(value, ast.Attribute):
+        if value.attr in INACTIVE_ATTRS:
+            return []
+        return _names(value.value)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return [n for e in value.elts for n in _names(e)]
+    if isinstance(value, ast.Dict):
+        return [n for e in value.values for n in _names(e)]
+    if isinstance(value, ast.Call):
+        return call_operands(value)
+    return []
+
+
+def call_operands(value: ast.Call) -> list[str]:
+    info: CallInfo = anno(value).get("call", CallInfo("unknown"))
+    args = [n for a in value.args for n in _names(a)]
+    if info.kind == "method":
+        if info.target in INACTIVE_METHODS:
+            return []
+        fn = registry.lookup_method(info.target)
+        rule = registry.lookup(fn) if fn is not None else None
+        if rule is not None and not rule.differentiable:
+            return []
+        return _names(value.func.value) + args
+    if info.kind == "rule":
+        rule = registry.lookup(info.target)
+        if rule is None or not rule.differentiable:
+            return []
+    return args
+
+
+def _names(e: ast.expr) -> list[str]:
+    return [e.id] if isinstance(e, ast.Name) else []
+
+
+def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
+    """Compute activity for ``node`` differentiated with respect to ``wrt``."""
+    stmts = list(simple_statements(node.body))
+    act = Activity(active=set(wrt))
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            target, ops = _flow(s)
+            if target and target not in act.active and any(o in act.active for o in ops):
+                act.active.add(target)
+                changed = True
+    ret = node.body[-1]
+    if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Name):
+        act.useful.add(ret.value.id)
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            target, ops = _flow(s)
+            if target in act.useful and target in act.active:
+                for o in ops:
+                    if o not in act.useful:
+                        act.useful.add(o)
+                        changed = True
+    _check(stmts, act, node, source)
+    return act
+
+
+def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
+    """(name whose value the statement sets or mutates, names flowing into it)."""
+    if isinstance(s, ast.Assign):
+        target = s.targets[0]
+        if isinstance(target, ast.Name):
+            return target.id, operands(s.value)
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            return target.value.id, _names(s.value) + [target.value.id]
+    if isinstance(s, ast.Expr) and _is_append(s):
+        return s.value.func.value.id, _names(s.value.args[0])
+    return None, []
+
+
+def _is_append(s: ast.stmt) -> bool:
+    return (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and anno(s.value).get("call", CallInfo("")).kind == "method"
+            and s.value.func.attr == "append" and isinstance(s.value.func.value, ast.Name))
+
+
+def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
+    """Reject statements that would silently lose gradient."""
+    params = {a.arg for a in node.args.args}
+    missing, unsupported = [], []
+    for s in stmts:
+        for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
+            _check_call(call, act, source, missing, unsupported)
+        target, _ = _flow(s)
+        mutates = isinstance(s, ast.Expr) or (
+            isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript))
+        if mutates and target in params:
+            unsupported.append(source.problem(
+                s, f"in-place change of the argument '{target}'",
+                f"work on a copy: {target} = {target}.copy() (or list({target})) first"))
+    if missing:
+        raise MissingRuleError(missing)
+    if unsupported:
+        raise UnsupportedSyntaxError(unsupported)
+
+
+def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
+    info: CallInfo = anno(call).get("call", CallInfo("unknown"))
+    active_args = [a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active]
+    recv_active = (info.kind == "method" and isinstance(call.func.value, ast.Name)
+                   and call.func.value.id in act.active)
+    if info.kind in ("rule", "method"):
+        for kw in call.keywords:
+            if isinstance(kw.value, ast.Name) and kw.value.id in act.active:
+                unsupported.append(source.problem(
+                    kw.value, f"differentiated value '{kw.value.id}' passed as keyword "
+                    f"argument '{kw.arg}'", "pass it as a positional argument"))
+    if info.kind == "unknown" and active_args:
+        missing.append(source.problem(call, _missing_message(call, info), _missing_hint(info)))
+    if info.kind == "method" and recv_active:
+        fn = registry.lookup_method(info.target)
+        known = (fn is not None and registry.lookup(fn) is not None) or info.target in (
+            "append", *INACTIVE_METHODS)
+        if not known:
+            missing.append(source.problem(
+                call, f"no adjoint rule for the method '.{info.target}()' of a "
+                "differentiated value",
+                f"call the NumPy function instead (np.{info.target}(x, ...)), or register "
+                f"one with s2sad.runtime.registry.method_alias('{info.target}', fn)"))
+
+
+def _missing_message(call: ast.Call, info: CallInfo) -> str:
+    obj = info.target
+    if obj is None:
+        return f"cannot tell which function '{ast.unparse(call.func)}' is at compile time"
+    return (f"no adjoint rule for {registry.display_name(obj)} "
+            f"(called as '{ast.unparse(call.func)}'), and it has no Python source")
+
+
+def _missing_hint(info: CallInfo) -> str:
+    obj = info.target
+    if obj is None:
+        return "call a module-level function directly by name"
+    short = getattr(obj, "__name__", "fn")
+    return (f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
+            f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "
+            "positional argument\nor declare it with s2sad.nondifferentiable(...)")

@@ -1,0 +1,111 @@
+"""Small AST builders and the one annotation helper the passes share.
+
+Annotations live in a dict attached to nodes (``anno(node)``) so passes never
+reach into each other's internals.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+def anno(node: ast.AST) -> dict[str, Any]:
+    """The s2sad annotation dict of ``node`` (created on first use)."""
+    d = getattr(node, "_s2sad", None)
+    if d is None:
+        d = {}
+        node._s2sad = d
+    return d
+
+
+def name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def const(value: Any) -> ast.Constant:
+    return ast.Constant(value=value)
+
+
+def assign(target: str | ast.expr, value: ast.expr, like: ast.AST | None = None) -> ast.Assign:
+    if isinstance(target, str):
+        target = name(target, store=True)
+    node = ast.Assign(targets=[target], value=value, type_comment=None)
+    if like is not None:
+        copy_loc(node, like)
+    return node
+
+
+def call(func: str | ast.expr, *args: ast.expr, **kwargs: ast.expr) -> ast.Call:
+    if isinstance(func, str):
+        func = dotted(func)
+    keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
+    return ast.Call(func=func, args=list(args), keywords=keywords)
+
+
+def dotted(path: str) -> ast.expr:
+    """``"a.b.c"`` -> Attribute(Attribute(Name(a), b), c)."""
+    parts = path.split(".")
+    node: ast.expr = name(parts[0])
+    for part in parts[1:]:
+        node = ast.Attribute(value=node, attr=part, ctx=ast.Load())
+    return node
+
+
+def copy_loc(node: ast.AST, like: ast.AST) -> ast.AST:
+    """Copy line/column from ``like`` onto ``node`` and every located child lacking one."""
+    for sub in ast.walk(node):
+        if hasattr(like, "lineno") and "lineno" in sub._attributes:
+            if getattr(sub, "lineno", None) is None:
+                sub.lineno = like.lineno
+                sub.col_offset = like.col_offset
+                sub.end_lineno = getattr(like, "end_lineno", like.lineno)
+                sub.end_col_offset = getattr(like, "end_col_offset", like.col_offset)
+    return node
+
+
+def loads(node: ast.AST) -> set[str]:
+    """Names read anywhere inside ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def stores(node: ast.AST) -> set[str]:
+    """Names bound anywhere inside ``node`` (assignment and loop targets)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def not_any(flags: list[str]) -> ast.expr:
+    """``not (a or b ...)`` over flag names (sorted for determinism)."""
+    flags = sorted(flags)
+    inner: ast.expr = name(flags[0])
+    if len(flags) > 1:
+        inner = ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
+    return ast.UnaryOp(op=ast.Not(), operand=inner)
+
+
+def any_of(flags: list[str]) -> ast.expr:
+    flags = sorted(flags)
+    if len(flags) == 1:
+        return name(flags[0])
+    return ast.BoolOp(op=ast.Or(), values=[name(f) for f in flags])
+
+
+class Namer:
+    """Fresh, readable, collision-free names derived from a base name."""
+
+    def __init__(self, reserved: set[str] | None = None):
+        self.used: set[str] = set(reserved or ())
+
+    def reserve(self, *names: str) -> None:
+        self.used.update(names)
+
+    def fresh(self, base: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        candidate, i = base, 1
+        while candidate in self.used:
+            candidate = f"{base}_{i}"
+            i += 1
+        self.used.add(candidate)
+        return candidate

@@ -1,0 +1,97 @@
+"""Optimize: drop tape traffic for values the backward sweep never reads.
+
+The reverse pass saves every re-assigned name conservatively; here each
+``tape.append(x)`` / ``x = tape.pop()`` pair is removed when no backward
+statement reads ``x``, and backward loops or branches left empty go too::
+
+    for t in r:                              for t in r:
+        tape.append(cond)                        cond = x[t] > 0
+        cond = x[t] > 0           ->             ...
+        ...
+    for t in reversed(r):                    (removed: nothing left to replay)
+        cond = tape.pop()
+"""
+
+from __future__ import annotations
+
+import ast
+
+from s2sad.transforms.astutil import anno
+
+
+def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options) -> tuple[list, list]:
+    """Remove dead save/restore pairs; record what is still saved on ``fc``."""
+    if options.optimize:
+        read = _reads(bwd)
+        dead = {x for x in fc.reassigned if x not in read}
+        fwd = _strip(fwd, lambda s: anno(s).get("save") in dead)
+        bwd = _strip(bwd, lambda s: anno(s).get("restore") in dead)
+        bwd = _prune(bwd)
+    fc.saved_names = {anno(s)["save"] for s in _walk(fwd) if "save" in anno(s)}
+    fc.uses_tape = any(_uses_tape(s) for s in fwd)
+    return fwd, bwd
+
+
+def _reads(stmts: list[ast.stmt]) -> set[str]:
+    out = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+    return out
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _walk(getattr(s, field, []) or [])
+
+
+def _strip(stmts: list[ast.stmt], drop) -> list[ast.stmt]:
+    out = []
+    for s in stmts:
+        if drop(s):
+            continue
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, _strip(getattr(s, field), drop))
+        out.append(s)
+    return out
+
+
+def _prune(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Remove backward loops and branches that no longer do anything."""
+    out = []
+    for s in stmts:
+        if isinstance(s, (ast.For, ast.If)):
+            s.body = _prune(s.body)
+            s.orelse = _prune(s.orelse)
+            if not _effective(s.body) and not _effective(s.orelse):
+                continue
+            if not s.body:
+                s.body = [ast.Pass()]
+        out.append(s)
+    return _drop_dangling_comments(out)
+
+
+def _effective(stmts: list[ast.stmt]) -> bool:
+    return any(not _is_comment(s) and not isinstance(s, ast.Pass) for s in stmts)
+
+
+def _is_comment(s: ast.stmt) -> bool:
+    return (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+            and isinstance(s.value.value, str) and s.value.value.startswith("S2SAD_COMMENT_"))
+
+
+def _drop_dangling_comments(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    out = []
+    for i, s in enumerate(stmts):
+        if _is_comment(s) and (i + 1 == len(stmts) or _is_comment(stmts[i + 1])):
+            continue
+        out.append(s)
+    return out
+
+
+def _uses_tape(s: ast.stmt) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "tape" for n in ast.walk(s))

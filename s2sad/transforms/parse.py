@@ -1,0 +1,173 @@
+"""Parse: a Python function object -> an ``ast.FunctionDef`` plus where it came from.
+
+The source is read with :mod:`inspect`, parsed with gast (which smooths over the
+differences between Python versions) and converted to the standard library's
+``ast`` for the later passes.  Line and column numbers are shifted so they point
+into the user's file, and decorators are dropped::
+
+    @s2sad.grad                      def loss(w, x):
+    def loss(w, x):         ->           return np.sum(w * x)
+        return np.sum(w * x)
+
+Free names are resolved lazily through :class:`Env` (closure cells, then the
+function's globals, then builtins).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+
+from s2sad.errors import Problem, SourceUnavailableError, UnsupportedSyntaxError
+
+_MISSING = object()
+
+
+class Env:
+    """Resolves the free names of one function to Python objects."""
+
+    def __init__(self, fn: Any = None, extra: dict[str, Any] | None = None):
+        self.cells: dict[str, Any] = {}
+        self.globals: dict[str, Any] = {}
+        if fn is not None:
+            code = fn.__code__
+            for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+                try:
+                    self.cells[name] = cell.cell_contents
+                except ValueError:  # cell not yet filled
+                    pass
+            self.globals = fn.__globals__
+        if extra:
+            self.cells.update(extra)
+
+    def lookup(self, name: str) -> Any:
+        """The object bound to ``name``, or the module-private ``_MISSING`` marker."""
+        if name in self.cells:
+            return self.cells[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, _MISSING)
+
+    def has(self, name: str) -> bool:
+        return self.lookup(name) is not _MISSING
+
+
+@dataclass
+class SourceInfo:
+    """Where a function's source lives, for error messages and comments."""
+
+    filename: str
+    qualname: str
+    module: str
+
+    def line(self, lineno: int) -> str:
+        return linecache.getline(self.filename, lineno).rstrip("\n")
+
+    def problem(self, node: ast.AST, message: str, hint: str = "") -> Problem:
+        line = getattr(node, "lineno", 0)
+        col = getattr(node, "col_offset", 0) + 1
+        return Problem(self.filename, line, col, message, hint, self.line(line))
+
+
+@dataclass
+class ParsedFunction:
+    node: ast.FunctionDef
+    source: SourceInfo
+    env: Env
+    fn: Any = None
+    example_args: dict[str, Any] = field(default_factory=dict)
+
+
+def function_source(fn: Any) -> tuple[str, int]:
+    """(dedented source, first line number in its file) of a Python function."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise SourceUnavailableError(
+            f"cannot read the source of {name}: {exc}.\n"
+            "hint: s2sad needs functions defined in a .py file (not typed into an "
+            "interactive prompt or built with exec); for a compiled function, "
+            "register a rule with @s2sad.adjoint(fn)"
+        ) from None
+    return "".join(lines), max(first, 1)
+
+
+def parse_function(fn: Any) -> ParsedFunction:
+    """Read, parse and locate ``fn``; resolve its environment."""
+    text, first = function_source(fn)
+    indent = len(text) - len(text.lstrip(" \t"))
+    tree = _parse(textwrap.dedent(text), fn)
+    _shift(tree, first - 1, indent)
+    code = fn.__code__
+    source = SourceInfo(code.co_filename, fn.__qualname__, fn.__module__ or "__main__")
+    node = _find_def(tree, fn, source)
+    node.decorator_list = []
+    return ParsedFunction(node, source, Env(fn), fn)
+
+
+def _parse(text: str, fn: Any) -> ast.Module:
+    try:
+        return gast.gast_to_ast(gast.parse(text))
+    except SyntaxError:
+        # A lambda's source line may be an incomplete statement (e.g. inside a
+        # call); parse the smallest suffix that is an expression.
+        stripped = text.strip()
+        start = stripped.find("lambda")
+        while start >= 0:
+            for end in range(len(stripped), start, -1):
+                try:
+                    return gast.gast_to_ast(gast.parse(stripped[start:end]))
+                except SyntaxError:
+                    continue
+            start = stripped.find("lambda", start + 1)
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}")
+
+
+def _shift(tree: ast.AST, lines: int, cols: int) -> None:
+    for node in ast.walk(tree):
+        if hasattr(node, "lineno"):
+            node.lineno += lines
+            node.col_offset += cols
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += lines
+                node.end_col_offset += cols
+
+
+def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
+    if fn.__name__ == "<lambda>":
+        lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        wanted = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+        lambdas = [lam for lam in lambdas if tuple(a.arg for a in lam.args.args) == wanted]
+        if len(lambdas) != 1:
+            raise SourceUnavailableError(
+                f"{source.filename}:{fn.__code__.co_firstlineno}: cannot tell which lambda "
+                "on this line to differentiate.\nhint: give it a name with def"
+            )
+        return lambda_to_def(lambdas[0], "lambda_fn")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+            if isinstance(node, ast.AsyncFunctionDef):
+                raise UnsupportedSyntaxError(
+                    source.problem(node, "unsupported construct: async function",
+                                   "differentiate a plain (non-async) function")
+                )
+            return node
+    raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__}")
+
+
+def lambda_to_def(lam: ast.Lambda, name: str) -> ast.FunctionDef:
+    """``lambda a, b: e`` -> ``def name(a, b): return e`` (locations kept)."""
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    node = ast.FunctionDef(
+        name=name, args=lam.args, body=[ret], decorator_list=[], returns=None,
+        type_comment=None, type_params=[],
+    )
+    return ast.copy_location(node, lam)

@@ -1,0 +1,347 @@
+"""Reverse: build the forward sweep (with a tape where needed) and the backward sweep.
+
+For each normalized statement the backward sweep, in reverse order, (1) applies
+the adjoint rule to the statement's output cotangent and accumulates into the
+operands' cotangents, (2) resets the cotangent of a re-assigned name, and
+(3) restores the name's previous value from the tape.  Because every value is
+restored before the statements that produced it are reversed, each rule sees
+exactly the values it saw going forward, in loops and after mutation too::
+
+    for t in r:                           for t in reversed(r):
+        tape.append(h)                        # grad of: h = np.tanh(W @ h + x[t])
+        h = np.tanh(add)          ->          g_add = g_h * (1.0 - h * h)
+                                              g_h = None
+                                              h = tape.pop()  ...
+
+Cotangent variables are tracked as none / set / maybe while generating, so
+straight-line code gets plain assignments and only loops and branches need
+``None`` checks.  Compound statements are handled in :mod:`control`.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+import numpy as np
+
+from s2sad.runtime import registry
+from s2sad.transforms import control
+from s2sad.transforms.activity import Activity, _is_append
+from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.normalize import CallInfo
+from s2sad.transforms.rules import instantiate
+
+BINOPS = {
+    ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
+    ast.Pow: np.power, ast.MatMult: np.matmul, ast.Mod: np.mod,
+}
+UNARYOPS = {ast.USub: np.negative, ast.UAdd: np.positive}
+
+NONE, SET, MAYBE = "none", "set", "maybe"
+
+
+class FunctionReverser:
+    """Forward and backward statement lists for one normalized function."""
+
+    def __init__(self, fc, act: Activity):
+        self.fc = fc  # the per-function compile state (names, module, source)
+        self.act = act
+        self.state: dict[str, str] = {}
+        self.gnames: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ names
+    def g(self, x: str) -> str:
+        """Name of the cotangent variable of ``x``."""
+        if x not in self.gnames:
+            self.gnames[x] = self.fc.namer.fresh("g_" + x.lstrip("_"))
+        return self.gnames[x]
+
+    def needs(self, e: ast.expr | str | None) -> bool:
+        n = e if isinstance(e, str) else (e.id if isinstance(e, ast.Name) else None)
+        return n is not None and self.act.needs_adjoint(n)
+
+    def helper(self, fn_name: str) -> ast.expr:
+        return self.fc.module.helper(fn_name)
+
+    # ------------------------------------------------------------------ accumulation
+    def accumulate(self, x: str, contribution: ast.expr, out: list[ast.stmt]) -> None:
+        gx = self.g(x)
+        if self.state.get(gx, NONE) == NONE:
+            out.append(assign(gx, contribution))
+        else:
+            out.append(assign(gx, call(self.helper("accumulate"), name(gx), contribution)))
+        if self.state.get(gx, NONE) == NONE:
+            self.state[gx] = SET
+
+    def guarded(self, x: str, body: list[ast.stmt]) -> list[ast.stmt]:
+        """Wrap ``body`` in ``if g_x is not None`` when g_x may be None here."""
+        if not body:
+            return []
+        st = self.state.get(self.g(x), NONE)
+        if st == SET:
+            return body
+        test = ast.Compare(left=name(self.g(x)), ops=[ast.IsNot()], comparators=[const(None)])
+        return [ast.If(test=test, body=body, orelse=[])]
+
+    # ------------------------------------------------------------------ statements
+    def forward_and_backward(self, stmts: list[ast.stmt], in_loop: bool):
+        """(forward statements, a generator-closure producing backward statements)."""
+        fwd: list[ast.stmt] = []
+        parts = []
+        for s in stmts:
+            f, b = self.statement(s, in_loop)
+            fwd.extend(f)
+            parts.append((s, b))
+
+        def backward() -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            last_origin = None
+            for s, b in reversed(parts):
+                block = b()
+                if not block:
+                    continue
+                origin = anno(s).get("origin")
+                if origin is not None and origin != last_origin and not isinstance(s, (ast.If, ast.For, ast.While)):
+                    out.append(self.fc.comment(origin))
+                    last_origin = origin
+                elif isinstance(s, (ast.If, ast.For, ast.While)):
+                    last_origin = None
+                out.extend(block)
+            return out
+        return fwd, backward
+
+    def statement(self, s: ast.stmt, in_loop: bool):
+        if isinstance(s, (ast.If, ast.For, ast.While)):
+            return control.compound(self, s, in_loop)
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            return self.assign_stmt(s, in_loop)
+        if isinstance(s, ast.Assign):
+            return self.setitem_stmt(s, in_loop)
+        if _is_append(s):
+            return self.append_stmt(s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            return [ast.Expr(value=self.forward_call(s.value, None, in_loop)[0])], list
+        if isinstance(s, ast.AugAssign) and anno(s).get("counter"):
+            return [s], list
+        if isinstance(s, ast.Return):
+            return [], list  # handled by the function assembler
+        return [s], list
+
+    # .................................................................. x = value
+    def assign_stmt(self, s: ast.Assign, in_loop: bool):
+        x = s.targets[0].id
+        fwd: list[ast.stmt] = []
+        saved = self.fc.save(x, fwd)
+        value = s.value
+        call_rev = None
+        self.pending_restore = None
+        if isinstance(value, ast.Call):
+            value, call_rev = self.forward_call(value, x, in_loop, fwd)
+        if value is not None:
+            fwd.append(assign(x, value))
+        extra_restore = self.pending_restore
+        active = self.needs(x)
+
+        def backward() -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            if active:
+                body = call_rev() if call_rev else self.contributions(x, s.value)
+                out.extend(self.guarded(x, body))
+                if x in self.fc.reassigned:
+                    out.append(assign(self.g(x), const(None)))
+                    self.state[self.g(x)] = NONE
+            if extra_restore:
+                out.append(self.fc.restore(extra_restore))
+            if saved:
+                out.append(self.fc.restore(x))
+            return out
+        return fwd, backward
+
+    def contributions(self, x: str, v: ast.expr) -> list[ast.stmt]:
+        """Statements accumulating the cotangent of ``x = v`` into v's operands."""
+        gx = name(self.g(x))
+        out: list[ast.stmt] = []
+        if isinstance(v, ast.Name):
+            if self.needs(v):
+                self.accumulate(v.id, gx, out)
+        elif isinstance(v, ast.BinOp):
+            self.apply_rule(BINOPS.get(type(v.op)), x, [v.left, v.right], {}, out, v)
+        elif isinstance(v, ast.UnaryOp):
+            self.apply_rule(UNARYOPS.get(type(v.op)), x, [v.operand], {}, out, v)
+        elif isinstance(v, ast.Subscript):
+            self.apply_rule(operator.getitem, x, [v.value, index_value(v.slice)], {}, out, v)
+        elif isinstance(v, ast.Attribute):
+            fn = registry.lookup_attribute(v.attr)
+            self.apply_rule(fn, x, [v.value], {}, out, v)
+        elif isinstance(v, (ast.Tuple, ast.List)):
+            for i, e in enumerate(v.elts):
+                if self.needs(e):
+                    self.accumulate(e.id, ast.Subscript(value=gx, slice=const(i), ctx=ast.Load()), out)
+        elif isinstance(v, ast.Dict):
+            for k, e in zip(v.keys, v.values):
+                if self.needs(e):
+                    get = ast.Call(func=ast.Attribute(value=gx, attr="get", ctx=ast.Load()),
+                                   args=[k], keywords=[])
+                    self.accumulate(e.id, get, out)
+        elif isinstance(v, ast.Call):
+            info: CallInfo = anno(v)["call"]
+            kwargs = {k.arg: k.value for k in v.keywords}
+            if info.kind == "method":
+                fn = registry.lookup_method(info.target)
+                self.apply_rule(fn, x, [v.func.value, *v.args], kwargs, out, v)
+            else:
+                self.apply_rule(info.target, x, list(v.args), kwargs, out, v)
+        return out
+
+    def apply_rule(self, fn, x: str, args: list[ast.expr], kwargs, out, node) -> None:
+        wanted = [i for i, a in enumerate(args) if self.needs(a)]
+        if not wanted:
+            return
+        rule = registry.lookup(fn) if fn is not None else None
+        if rule is None or rule.adjoint is None:
+            if rule is None:
+                self.fc.fail(node, f"no adjoint rule for {ast.unparse(node)}")
+            return
+        gx, ans = name(self.g(x)), name(x)
+        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        if exprs is not None:
+            np_alias = None
+            for e in exprs:
+                for n in ast.walk(e) if e is not None else ():
+                    if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
+                        np_alias = np_alias or self.fc.module.bind("np", np, ["module", "numpy", "np"])
+                        n.id = np_alias
+                        anno(n)["bound"] = True
+        if exprs is None:
+            exprs = self.called_rule(rule, gx, ans, args, kwargs, wanted, out)
+        for i in wanted:
+            e = exprs[i] if i < len(exprs) else None
+            if e is None:
+                continue
+            if rule.broadcasts:
+                e = call(self.helper("unbroadcast"), e, args[i])
+            self.accumulate(args[i].id, e, out)
+
+    def called_rule(self, rule, gx, ans, args, kwargs, wanted, out) -> list[ast.expr | None]:
+        """Call a rule that cannot be inlined; return expressions for its cotangents."""
+        fn_ref = self.fc.module.rule_ref(rule.adjoint)
+        keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
+        rule_call: ast.expr = ast.Call(func=fn_ref, args=[gx, ans, *args], keywords=keywords)
+        n = len(args)
+        if len(wanted) == 1:  # every rule returns at least one cotangent per named parameter
+            if wanted[0] >= _named_params(rule.adjoint):
+                rule_call = call(self.helper("pad"), rule_call, const(n))
+            exprs: list = [None] * n
+            exprs[wanted[0]] = ast.Subscript(value=rule_call, slice=const(wanted[0]), ctx=ast.Load())
+            return exprs
+        if n > _named_params(rule.adjoint):
+            rule_call = call(self.helper("pad"), rule_call, const(n))
+        cts = [self.fc.namer.fresh("ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name) else "arg"))
+               if i in wanted else "_" for i, a in enumerate(args)]
+        target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
+        if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
+            target.elts.append(ast.Starred(value=name("_", store=True), ctx=ast.Store()))
+        out.append(ast.Assign(targets=[target], value=rule_call, type_comment=None))
+        return [name(c) if c != "_" else None for c in cts]
+
+    # .................................................................. calls
+    def forward_call(self, v: ast.Call, x: str | None, in_loop: bool, fwd=None):
+        """Forward expression for a call, and (for user functions) its backward builder."""
+        info: CallInfo = anno(v)["call"]
+        if info.kind not in ("user", "local"):
+            return v, None
+        pattern = tuple(self.act.active.__contains__(a.id) if isinstance(a, ast.Name) else False
+                        for a in v.args)
+        useful = x is not None and self.needs(x)
+        if not any(pattern) or not useful:
+            if info.kind == "user":
+                return v, None
+            fwd_name, _ = self.fc.module.request(info, pattern, self.fc)
+            return ast.Subscript(value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
+                                 slice=const(0), ctx=ast.Load()), None
+        fwd_name, bwd_name = self.fc.module.request(info, pattern, self.fc)
+        saved = self.fc.namer.fresh(f"saved_{fwd_name.removesuffix('_forward')}")
+        self.fc.locals.add(saved)
+        if x in self.fc.reassigned:
+            self.fc.reassigned.add(saved)
+        self.fc.save(saved, fwd)
+        call_fwd = ast.Call(func=name(fwd_name), args=v.args, keywords=[])
+        pair = ast.Tuple(elts=[name(x, store=True), name(saved, store=True)], ctx=ast.Store())
+        fwd.append(ast.Assign(targets=[pair], value=call_fwd, type_comment=None))
+        self.pending_restore = saved if saved in self.fc.reassigned else None
+
+        def backward() -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            bcall = ast.Call(func=name(bwd_name), args=[name(self.g(x)), name(saved)], keywords=[])
+            cts = [self.fc.namer.fresh("ct_" + a.id.lstrip("_")) if isinstance(a, ast.Name) and self.needs(a) else "_"
+                   for a in v.args]
+            target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
+            out.append(ast.Assign(targets=[target], value=bcall, type_comment=None))
+            for a, c in zip(v.args, cts):
+                if c != "_":
+                    self.accumulate(a.id, name(c), out)
+            return out
+        return None, backward
+
+    # .................................................................. mutation
+    def setitem_stmt(self, s: ast.Assign, in_loop: bool):
+        sub = s.targets[0]
+        y, idx, v = sub.value.id, index_value(sub.slice), s.value
+        fwd: list[ast.stmt] = []
+        old = self.fc.save_item(y, idx, fwd, in_loop)
+        fwd.append(s)
+
+        def backward() -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            if self.needs(y):
+                body: list[ast.stmt] = []
+                gy = name(self.g(y))
+                if self.needs(v):
+                    item = call(self.helper("item_of"), gy, idx)
+                    self.accumulate(v.id, call(self.helper("unbroadcast"), item, v), body)
+                body.append(assign(self.g(y), call(self.helper("without_item"), gy, idx)))
+                out.extend(self.guarded(y, body))
+            out.append(ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old())))
+            return out
+        return fwd, backward
+
+    def append_stmt(self, s: ast.Expr):
+        lst = s.value.func.value.id
+        v = s.value.args[0]
+
+        def backward() -> list[ast.stmt]:
+            out: list[ast.stmt] = []
+            if self.needs(lst):
+                gl = self.g(lst)
+                if self.needs(v):
+                    ct = self.fc.namer.fresh("ct_" + v.id.lstrip("_"))
+                    target = ast.Tuple(elts=[name(gl, store=True), name(ct, store=True)], ctx=ast.Store())
+                    body = [ast.Assign(targets=[target], value=call(self.helper("split_last"), name(gl)),
+                                       type_comment=None)]
+                    self.accumulate(v.id, name(ct), body)
+                else:
+                    body = [ast.Assign(targets=[ast.Tuple(elts=[name(gl, store=True), name("_", store=True)],
+                                                          ctx=ast.Store())],
+                                       value=call(self.helper("split_last"), name(gl)), type_comment=None)]
+                out.extend(self.guarded(lst, body))
+            pop = ast.Call(func=ast.Attribute(value=name(lst), attr="pop", ctx=ast.Load()), args=[], keywords=[])
+            out.append(ast.Expr(value=pop))
+            return out
+        return [s], backward
+
+
+def _named_params(rule_fn) -> int:
+    """Number of named positional parameters after (g, ans)."""
+    code = rule_fn.__code__
+    return max(code.co_argcount - 2, 0)
+
+
+def index_value(idx: ast.expr) -> ast.expr:
+    """An index (with slices) as an ordinary expression: ``1:n`` -> ``slice(1, n, None)``."""
+    if isinstance(idx, ast.Slice):
+        parts = [getattr(idx, k) or const(None) for k in ("lower", "upper", "step")]
+        return call("slice", *parts)
+    if isinstance(idx, ast.Tuple):
+        return ast.Tuple(elts=[index_value(e) for e in idx.elts], ctx=ast.Load())
+    return idx

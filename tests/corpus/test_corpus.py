@@ -1,0 +1,29 @@
+"""Every corpus function, compiled and checked against central finite differences."""
+
+import numpy as np
+import pytest
+
+import s2sad
+from tests.corpus import cases_basic  # noqa: F401  (registers cases)
+from tests.corpus import cases_loops  # noqa: F401
+from tests.corpus import cases_calls  # noqa: F401
+from tests.corpus import cases_data  # noqa: F401
+from tests.corpus.fd import assert_close_tree, numerical_grad
+from tests.corpus.registry import CASES
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gradient_matches_finite_differences(case):
+    for seed in (0, 1):
+        args = case.args(seed)
+        value, grads = s2sad.value_and_grad(case.fn, argnums=case.argnums)(*args)
+        np.testing.assert_allclose(value, case.fn(*case.args(seed)), rtol=1e-12)
+        nums = case.argnums if isinstance(case.argnums, tuple) else (case.argnums,)
+        got = grads if isinstance(case.argnums, tuple) else (grads,)
+        for i, g in zip(nums, got):
+            want = numerical_grad(case.fn, case.args(seed), i)
+            assert_close_tree(g, want, where=f"{case.name} d/darg{i} seed {seed}")
+
+
+def test_corpus_is_large():
+    assert len(CASES) >= 150
