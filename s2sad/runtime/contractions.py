@@ -1,0 +1,261 @@
+"""Adjoint rules for products that sum over shared axes.
+
+``matmul`` and ``dot`` take the fast 2-d path (``g @ y.T``, ``x.T @ g``) when
+they can; every other case (1-d operands, batches with broadcasting, N-d
+``dot``, ``tensordot``, ``inner``, ``einsum``) goes through one general
+helper, :func:`einsum_grads`, which differentiates an einsum by contracting the
+output cotangent with the other operands.  ``einsum`` rules support explicit and
+implicit outputs, ellipses (with broadcasting), repeated indices (diagonals)
+and indices summed within one operand.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from s2sad.runtime.reductions import like
+from s2sad.runtime.registry import adjoint, method_alias
+from s2sad.runtime.support import unbroadcast
+
+# ---------------------------------------------------------------- matmul and dot
+
+
+def _matmul_general(g: Any, x: np.ndarray, y: np.ndarray) -> tuple:
+    """matmul cotangents for 1-d operands and broadcast batches."""
+    x2 = x[None, :] if x.ndim == 1 else x
+    y2 = y[:, None] if y.ndim == 1 else y
+    g2 = np.asarray(g)
+    if y.ndim == 1:
+        g2 = g2[..., None]
+    if x.ndim == 1:
+        g2 = g2[..., None, :]
+    gx = unbroadcast(g2 @ np.swapaxes(y2, -1, -2), x2)
+    gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2)
+    return (like(np.reshape(gx, x.shape), x), like(np.reshape(gy, y.shape), y))
+
+
+@adjoint(np.matmul)
+def d_matmul(g, ans, x, y, *rest, **kwargs):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == g.dtype:
+        return (g @ y.T, x.T @ g)
+    return _matmul_general(g, x, y)
+
+
+@adjoint(np.dot)
+def d_dot(g, ans, a, b, *rest):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return (like(unbroadcast(g * b, a), a), like(unbroadcast(g * a, b), b))
+    if a.ndim <= 2 and b.ndim <= 2:
+        return _matmul_general(g, a, b)
+    return _tensordot_grads(g, a, b, [a.ndim - 1], [max(b.ndim - 2, 0)])
+
+
+method_alias("dot", np.dot)
+
+
+@adjoint(np.inner)
+def d_inner(g, ans, a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return (like(unbroadcast(g * b, a), a), like(unbroadcast(g * a, b), b))
+    return _tensordot_grads(g, a, b, [a.ndim - 1], [b.ndim - 1])
+
+
+@adjoint(np.vdot)
+def d_vdot(g, ans, a, b):
+    return (
+        like(np.reshape(g * np.ravel(b), np.shape(a)), a),
+        like(np.reshape(g * np.ravel(a), np.shape(b)), b),
+    )
+
+
+@adjoint(np.outer)
+def d_outer(g, ans, a, b, out=None):
+    return (
+        like(np.reshape(g @ np.ravel(b), np.shape(a)), a),
+        like(np.reshape(np.ravel(a) @ g, np.shape(b)), b),
+    )
+
+
+# ---------------------------------------------------------------- tensordot
+
+
+def _tensordot_axes(ndim_a: int, ndim_b: int, axes: Any) -> tuple[list, list]:
+    """tensordot's ``axes`` argument as two lists of non-negative axes."""
+    if isinstance(axes, (int, np.integer)):
+        return list(range(ndim_a - axes, ndim_a)), list(range(axes))
+    axes_a, axes_b = axes
+    axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+    axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+    return [i % ndim_a for i in axes_a], [i % ndim_b for i in axes_b]
+
+
+def _tensordot_grads(g: Any, a: np.ndarray, b: np.ndarray, axes_a, axes_b) -> tuple:
+    """Cotangents of tensordot(a, b, (axes_a, axes_b)), as einsums."""
+    sub_a = list(range(a.ndim))
+    sub_b = list(range(a.ndim, a.ndim + b.ndim))
+    for i, j in zip(axes_a, axes_b):
+        sub_b[j] = sub_a[i]
+    out = [s for i, s in enumerate(sub_a) if i not in axes_a]
+    out += [s for j, s in enumerate(sub_b) if j not in axes_b]
+    grads = einsum_grads(g, [a, b], [sub_a, sub_b], out)
+    return tuple(like(c, x) for c, x in zip(grads, (a, b)))
+
+
+@adjoint(np.tensordot)
+def d_tensordot(g, ans, a, b, axes=2):
+    a, b = np.asarray(a), np.asarray(b)
+    return _tensordot_grads(g, a, b, *_tensordot_axes(a.ndim, b.ndim, axes))
+
+
+# ---------------------------------------------------------------- einsum
+
+
+def _labels_of(sub: Sequence) -> list:
+    """An einsum sublist ([0, Ellipsis, 1]) as a list of labels (ints and "...")."""
+    return ["..." if s is Ellipsis else int(s) for s in sub]
+
+
+def _parse_einsum(args: Sequence) -> tuple[list, list[list], list | None]:
+    """(operands, input labels, output labels or None for implicit) of an einsum call.
+
+    Labels are single characters or ``"..."``; both the string form and the
+    interleaved sublist form are accepted.
+    """
+    if isinstance(args[0], str):
+        spec = args[0].replace(" ", "")
+        inputs, _, output = spec.partition("->")
+        labels = [_split_labels(s) for s in inputs.split(",")]
+        return list(args[1:]), labels, _split_labels(output) if "->" in spec else None
+    operands, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(operands) > len(subs):
+        operands, out = operands[:-1], _labels_of(operands[-1])
+    return operands, [_labels_of(s) for s in subs], out
+
+
+def _split_labels(s: str) -> list:
+    labels, i = [], 0
+    while i < len(s):
+        if s.startswith("...", i):
+            labels.append("...")
+            i += 3
+        else:
+            labels.append(s[i])
+            i += 1
+    return labels
+
+
+def _explicit(operands: list, labels: list[list], output: list | None) -> tuple:
+    """Replace ellipses by fresh labels (right-aligned) and fill in an implicit output."""
+    ell_ndims = [
+        np.ndim(op) - (len(lab) - 1) if "..." in lab else 0
+        for op, lab in zip(operands, labels)
+    ]
+    ell = [("...", k) for k in range(max(ell_ndims, default=0))]
+
+    def fill(lab: list, n: int) -> list:
+        if "..." not in lab:
+            return list(lab)
+        i = lab.index("...")
+        return lab[:i] + ell[len(ell) - n :] + lab[i + 1 :]
+
+    full = [fill(lab, n) for lab, n in zip(labels, ell_ndims)]
+    if output is None:
+        flat = [x for lab in labels for x in lab if x != "..."]
+        once = sorted({x for x in flat if flat.count(x) == 1})
+        output = ell + once
+    else:
+        output = fill(output, len(ell))
+    return full, output
+
+
+def _to_ints(*label_lists: list) -> list:
+    """Map arbitrary hashable labels to small ints for np.einsum's sublist form."""
+    ids: dict = {}
+    return [[ids.setdefault(x, len(ids)) for x in lab] for lab in label_lists]
+
+
+def einsum_grads(g: Any, operands: list, labels: list[list], output: list) -> list:
+    """Cotangents of einsum(operands, labels -> output) with explicit labels."""
+    grads = []
+    for k, op in enumerate(operands):
+        op = np.asarray(op)
+        target = list(dict.fromkeys(labels[k]))
+        others = [(operands[j], labels[j]) for j in range(len(operands)) if j != k]
+        seen = set(output).union(*[set(lab) for _, lab in others])
+        kept = [x for x in target if x in seen]
+        ints = _to_ints(output, kept, *[lab for _, lab in others])
+        args = [g, ints[0]]
+        for (other, _), sub in zip(others, ints[2:]):
+            args += [other, sub]
+        h = np.einsum(*args, ints[1], optimize=len(args) > 4)
+        grads.append(_place(h, op, labels[k], target, kept))
+    return grads
+
+
+def _place(h: Any, op: np.ndarray, lab: list, target: list, kept: list) -> Any:
+    """Give the contracted cotangent ``h`` (labels ``kept``) the operand's layout."""
+    sizes = dict(zip(lab, op.shape))
+    h = np.expand_dims(h, [i for i, x in enumerate(target) if x not in kept])
+    # labels summed inside this operand only: broadcast; size-1 labels: sum
+    shape = [sizes[x] for x in target]
+    h = np.broadcast_to(h, np.broadcast_shapes(h.shape, shape))
+    summed = tuple(i for i, n in enumerate(shape) if n == 1 and h.shape[i] != 1)
+    h = np.sum(h, axis=summed, keepdims=True) if summed else h
+    if len(target) == len(lab):
+        return np.transpose(h, [target.index(x) for x in lab]) if target != lab else h
+    ct = np.zeros(op.shape, dtype=h.dtype)
+    ints = _to_ints(lab, target)
+    np.einsum(ct, ints[0], ints[1])[...] = h  # writeable view of the diagonal
+    return ct
+
+
+@adjoint(np.einsum)
+def d_einsum(g, ans, *args, **kwargs):
+    """One cotangent per operand (None for the subscripts string or sublists)."""
+    operands, labels, output = _parse_einsum(args)
+    labels, output = _explicit(operands, labels, output)
+    grads = einsum_grads(g, operands, labels, output)
+    grads = [like(c, op) for c, op in zip(grads, operands)]
+    if isinstance(args[0], str):
+        return (None, *grads)
+    return tuple(x for c in grads for x in (c, None))
+
+
+# ---------------------------------------------------------------- kron and cross
+
+
+@adjoint(np.kron)
+def d_kron(g, ans, a, b):
+    """Read g as blocks: g[(i, k), (j, l)] = a[i, j] * b[k, l], then contract."""
+    a, b = np.asarray(a), np.asarray(b)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + a.shape
+    sb = (1,) * (nd - b.ndim) + b.shape
+    blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])
+    ia, ib = list(range(0, 2 * nd, 2)), list(range(1, 2 * nd, 2))
+    ga = np.einsum(blocks, list(range(2 * nd)), np.reshape(b, sb), ib, ia)
+    gb = np.einsum(blocks, list(range(2 * nd)), np.reshape(a, sa), ia, ib)
+    return (like(ga.reshape(a.shape), a), like(gb.reshape(b.shape), b))
+
+
+@adjoint(np.cross, broadcasts=True)
+def d_cross(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """<g, a x b> = <a, b x g> = <b, g x a>; 2-vectors give scalar (z) outputs."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        ga = np.stack([g * b[..., 1], -g * b[..., 0]], axis=-1)
+        gb = np.stack([-g * a[..., 1], g * a[..., 0]], axis=-1)
+    elif a.shape[-1] == 3 and b.shape[-1] == 3:
+        g = np.moveaxis(g, axisc, -1)
+        ga, gb = np.cross(b, g), np.cross(g, a)
+    else:
+        raise NotImplementedError("np.cross of a 2-vector with a 3-vector has no rule")
+    return (np.moveaxis(ga, -1, axisa), np.moveaxis(gb, -1, axisb))

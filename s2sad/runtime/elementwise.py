@@ -1,0 +1,341 @@
+"""Adjoint rules for elementwise NumPy functions (ufuncs and friends).
+
+Binary rules are registered with ``broadcasts=True``: they return cotangents of
+the broadcast shape and the caller sums them back to each argument's shape (and
+casts to its float dtype).  Unary rules keep ``g``'s dtype themselves: their
+constants are Python floats, which NumPy treats as "weak" and never promotes
+float32 with.
+
+The compiler maps Python operators to these ufuncs (``a + b`` -> ``np.add``,
+``a ** b`` -> ``np.power``, ``-a`` -> ``np.negative``), so every rule also works
+for Python floats and 0-d arrays.
+
+Conventions at kinks:
+
+* ``maximum``/``minimum``/``fmax``/``fmin``: where both arguments are equal the
+  cotangent is split equally between them (``g / 2`` each).
+* ``abs``/``fabs``/``copysign``: the derivative of ``|x|`` at 0 is taken as 0.
+* ``clip``: where ``a`` equals a bound the whole cotangent goes to ``a``.
+* ``power``: the exponent's cotangent is 0 where the base is <= 0 (there
+  ``x ** y`` is either not real-differentiable in ``y`` or NaN), and the base's
+  cotangent is 0 when the exponent is exactly 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_DEG = math.pi / 180.0
+
+# ---------------------------------------------------------------- arithmetic
+
+
+@adjoint(np.add, broadcasts=True)
+def d_add(g, ans, x, y, *rest, **kwargs):
+    return (g, g)
+
+
+@adjoint(np.subtract, broadcasts=True)
+def d_subtract(g, ans, x, y, *rest, **kwargs):
+    return (g, -g)
+
+
+@adjoint(np.multiply, broadcasts=True)
+def d_multiply(g, ans, x, y, *rest, **kwargs):
+    return (g * y, g * x)
+
+
+@adjoint(np.divide, broadcasts=True)  # np.true_divide is the same ufunc
+def d_divide(g, ans, x, y, *rest, **kwargs):
+    return (g / y, -g * ans / y)
+
+
+@adjoint(np.power, np.float_power, broadcasts=True)
+def d_power(g, ans, x, y, *rest, **kwargs):
+    """x ** y: exponent cotangent is 0 where x <= 0; base cotangent 0 where y == 0."""
+    return (
+        g * y * x ** np.where(y, y - 1, 1),
+        g * ans * np.log(np.where(x > 0, x, 1)),
+    )
+
+
+@adjoint(np.negative)
+def d_negative(g, ans, x, *rest, **kwargs):
+    return (-g,)
+
+
+@adjoint(np.positive, np.conjugate)
+def d_positive(g, ans, x, *rest, **kwargs):
+    return (g,)
+
+
+@adjoint(np.square)
+def d_square(g, ans, x, *rest, **kwargs):
+    return (2.0 * g * x,)
+
+
+@adjoint(np.reciprocal)
+def d_reciprocal(g, ans, x, *rest, **kwargs):
+    return (-g * ans * ans,)
+
+
+@adjoint(np.remainder, broadcasts=True)  # np.mod is the same ufunc
+def d_remainder(g, ans, x, y, *rest, **kwargs):
+    """x - floor(x / y) * y, differentiated where the quotient does not jump."""
+    return (g, -g * np.floor_divide(x, y))
+
+
+@adjoint(np.fmod, broadcasts=True)
+def d_fmod(g, ans, x, y, *rest, **kwargs):
+    """x - trunc(x / y) * y, differentiated where the quotient does not jump."""
+    return (g, -g * np.trunc(x / y))
+
+
+@adjoint(np.ldexp, broadcasts=True)
+def d_ldexp(g, ans, x, n, *rest, **kwargs):
+    return (np.ldexp(g, n), None)
+
+
+# ---------------------------------------------------------------- exponents and logs
+
+
+@adjoint(np.exp)
+def d_exp(g, ans, x, *rest, **kwargs):
+    return (g * ans,)
+
+
+@adjoint(np.exp2)
+def d_exp2(g, ans, x, *rest, **kwargs):
+    return (g * ans * _LN2,)
+
+
+@adjoint(np.expm1)
+def d_expm1(g, ans, x, *rest, **kwargs):
+    return (g * (ans + 1.0),)
+
+
+@adjoint(np.log)
+def d_log(g, ans, x, *rest, **kwargs):
+    return (g / x,)
+
+
+@adjoint(np.log2)
+def d_log2(g, ans, x, *rest, **kwargs):
+    return (g / (x * _LN2),)
+
+
+@adjoint(np.log10)
+def d_log10(g, ans, x, *rest, **kwargs):
+    return (g / (x * _LN10),)
+
+
+@adjoint(np.log1p)
+def d_log1p(g, ans, x, *rest, **kwargs):
+    return (g / (1.0 + x),)
+
+
+@adjoint(np.sqrt)
+def d_sqrt(g, ans, x, *rest, **kwargs):
+    return (0.5 * g / ans,)
+
+
+@adjoint(np.cbrt)
+def d_cbrt(g, ans, x, *rest, **kwargs):
+    return (g / (3.0 * ans * ans),)
+
+
+@adjoint(np.logaddexp, broadcasts=True)
+def d_logaddexp(g, ans, x, y, *rest, **kwargs):
+    """Softmax weights exp(x - ans), exp(y - ans): no overflow for large inputs."""
+    return (g * np.exp(x - ans), g * np.exp(y - ans))
+
+
+@adjoint(np.logaddexp2, broadcasts=True)
+def d_logaddexp2(g, ans, x, y, *rest, **kwargs):
+    return (g * np.exp2(x - ans), g * np.exp2(y - ans))
+
+
+# ---------------------------------------------------------------- trigonometric
+
+
+@adjoint(np.sin)
+def d_sin(g, ans, x, *rest, **kwargs):
+    return (g * np.cos(x),)
+
+
+@adjoint(np.cos)
+def d_cos(g, ans, x, *rest, **kwargs):
+    return (-g * np.sin(x),)
+
+
+@adjoint(np.tan)
+def d_tan(g, ans, x, *rest, **kwargs):
+    return (g * (1.0 + ans * ans),)
+
+
+@adjoint(np.arcsin)
+def d_arcsin(g, ans, x, *rest, **kwargs):
+    return (g / np.sqrt(1.0 - x * x),)
+
+
+@adjoint(np.arccos)
+def d_arccos(g, ans, x, *rest, **kwargs):
+    return (-g / np.sqrt(1.0 - x * x),)
+
+
+@adjoint(np.arctan)
+def d_arctan(g, ans, x, *rest, **kwargs):
+    return (g / (1.0 + x * x),)
+
+
+@adjoint(np.arctan2, broadcasts=True)
+def d_arctan2(g, ans, y, x, *rest, **kwargs):
+    return (g * x / (x * x + y * y), -g * y / (x * x + y * y))
+
+
+@adjoint(np.hypot, broadcasts=True)
+def d_hypot(g, ans, x, y, *rest, **kwargs):
+    """x / hypot(x, y) and y / hypot(x, y); 0 at the origin."""
+    return (g * x / np.where(ans == 0, 1, ans), g * y / np.where(ans == 0, 1, ans))
+
+
+@adjoint(np.deg2rad, np.radians)
+def d_deg2rad(g, ans, x, *rest, **kwargs):
+    return (g * _DEG,)
+
+
+@adjoint(np.rad2deg, np.degrees)
+def d_rad2deg(g, ans, x, *rest, **kwargs):
+    return (g / _DEG,)
+
+
+@adjoint(np.sinc)
+def d_sinc(g, ans, x, *rest, **kwargs):
+    """(cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0."""
+    return (
+        g * np.where(x == 0, 0, (np.cos(np.pi * x) - ans) / np.where(x == 0, 1, x)),
+    )
+
+
+# ---------------------------------------------------------------- hyperbolic
+
+
+@adjoint(np.sinh)
+def d_sinh(g, ans, x, *rest, **kwargs):
+    return (g * np.cosh(x),)
+
+
+@adjoint(np.cosh)
+def d_cosh(g, ans, x, *rest, **kwargs):
+    return (g * np.sinh(x),)
+
+
+@adjoint(np.tanh)
+def d_tanh(g, ans, x, *rest, **kwargs):
+    return (g * (1.0 - ans * ans),)
+
+
+@adjoint(np.arcsinh)
+def d_arcsinh(g, ans, x, *rest, **kwargs):
+    return (g / np.sqrt(x * x + 1.0),)
+
+
+@adjoint(np.arccosh)
+def d_arccosh(g, ans, x, *rest, **kwargs):
+    return (g / np.sqrt(x * x - 1.0),)
+
+
+@adjoint(np.arctanh)
+def d_arctanh(g, ans, x, *rest, **kwargs):
+    return (g / (1.0 - x * x),)
+
+
+# ---------------------------------------------------------------- piecewise
+
+
+@adjoint(np.absolute, np.fabs)  # np.abs is np.absolute
+def d_absolute(g, ans, x, *rest, **kwargs):
+    return (g * np.sign(x),)
+
+
+@adjoint(np.copysign, broadcasts=True)
+def d_copysign(g, ans, x, y, *rest, **kwargs):
+    return (np.where(np.signbit(x) == np.signbit(ans), g, -g) * (x != 0), None)
+
+
+@adjoint(np.maximum, broadcasts=True)
+def d_maximum(g, ans, x, y, *rest, **kwargs):
+    """Ties split the cotangent equally."""
+    return (g * ((x > y) + 0.5 * (x == y)), g * ((x < y) + 0.5 * (x == y)))
+
+
+@adjoint(np.minimum, broadcasts=True)
+def d_minimum(g, ans, x, y, *rest, **kwargs):
+    """Ties split the cotangent equally."""
+    return (g * ((x < y) + 0.5 * (x == y)), g * ((x > y) + 0.5 * (x == y)))
+
+
+def _nan_aware_weight(x: Any, y: Any, wins: Any) -> Any:
+    """Share of x in fmax/fmin: 1 where x wins or y is NaN, 1/2 on ties."""
+    return (wins | (np.isnan(y) & ~np.isnan(x))) + 0.5 * (x == y)
+
+
+@adjoint(np.fmax, broadcasts=True)
+def d_fmax(g, ans, x, y, *rest, **kwargs):
+    """Like maximum, but a NaN argument loses (gets no cotangent)."""
+    return (g * _nan_aware_weight(x, y, x > y), g * _nan_aware_weight(y, x, y > x))
+
+
+@adjoint(np.fmin, broadcasts=True)
+def d_fmin(g, ans, x, y, *rest, **kwargs):
+    """Like minimum, but a NaN argument loses (gets no cotangent)."""
+    return (g * _nan_aware_weight(x, y, x < y), g * _nan_aware_weight(y, x, y < x))
+
+
+@adjoint(np.where, broadcasts=True)
+def d_where(g, ans, condition, x=None, y=None):
+    return (None, np.where(condition, g, 0), np.where(condition, 0, g))
+
+
+@adjoint(np.clip, broadcasts=True)
+def d_clip(g, ans, a, a_min=None, a_max=None, *rest, **kwargs):
+    """Cotangent to ``a`` where it was kept (also at a bound), else to the bound."""
+    return (
+        g * (ans == a),
+        None if a_min is None else g * ((ans == a_min) & (ans != a)),
+        None if a_max is None else g * ((ans == a_max) & (ans != a)),
+    )
+
+
+@adjoint(np.nan_to_num)
+def d_nan_to_num(g, ans, x, *rest, **kwargs):
+    return (g * np.isfinite(x),)
+
+
+# ---------------------------------------------------------------- zero gradient
+
+NONDIFFERENTIABLE = (
+    np.sign, np.floor, np.ceil, np.rint, np.trunc, np.fix, np.round, np.around,
+    np.floor_divide, np.heaviside, np.spacing, np.signbit,
+    np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.isnan, np.isinf, np.isfinite, np.isneginf, np.isposinf, np.isclose,
+    np.allclose, np.array_equal, np.array_equiv, np.iscomplex, np.isreal,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,
+    np.left_shift, np.right_shift, np.gcd, np.lcm,
+)  # fmt: skip
+nondifferentiable(*NONDIFFERENTIABLE)
+
+# ---------------------------------------------------------------- methods
+
+method_alias("clip", np.clip)
+method_alias("round", np.round)
+method_alias("conj", np.conjugate)
+method_alias("conjugate", np.conjugate)

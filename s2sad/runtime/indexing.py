@@ -1,0 +1,165 @@
+"""Adjoint rules for reading parts of arrays and containers.
+
+The compiler maps every ``x[idx]`` to ``operator.getitem(x, idx)``:
+
+* array ``x``: the cotangent is zeros shaped like ``x`` with ``g`` written at
+  ``idx``.  Basic indices (ints, slices, ``...``, ``None``) and boolean masks
+  never repeat an entry and are assigned; integer-array indices may repeat
+  entries, whose cotangents accumulate (``np.add.at``, or ``np.bincount`` for
+  the common case of one integer array on the first axis).
+* list or tuple ``x``: a list of ``None`` with ``g`` at ``idx`` (a slice writes
+  the list of cotangents ``g`` into the slice).
+* dict ``x``: ``{idx: g}``.
+
+``np.take``, ``np.take_along_axis``, ``np.compress``, ``np.extract`` and the
+``item()`` method scatter the same way.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.reductions import like
+from s2sad.runtime.registry import adjoint, method_alias
+
+# ---------------------------------------------------------------- helpers
+
+
+def _float_zeros(x: Any) -> np.ndarray:
+    """Zeros shaped like ``x`` in its float dtype (float64 for other dtypes)."""
+    dtype = getattr(x, "dtype", None)
+    return np.zeros(
+        np.shape(x),
+        dtype=dtype if dtype is not None and dtype.kind == "f" else np.float64,
+    )
+
+
+def _is_basic(idx: Any) -> bool:
+    """True when ``x[idx]`` cannot select an entry twice (no integer arrays)."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    for p in parts:
+        if isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype.kind != "b":
+            return False
+    return True
+
+
+def scatter(g: Any, x: Any, idx: Any) -> np.ndarray:
+    """Zeros like ``x`` plus ``g`` accumulated at ``x[idx]``."""
+    ct = _float_zeros(x)
+    if _is_basic(idx):
+        ct[idx] = g
+    elif isinstance(idx, (list, np.ndarray)) and ct.ndim >= 1:
+        rows = np.asarray(idx).ravel() % ct.shape[0]
+        flat = np.reshape(
+            np.broadcast_to(g, np.shape(idx) + ct.shape[1:]), (rows.size, -1)
+        )
+        width = flat.shape[1]
+        cols = rows[:, None] * width + np.arange(width)
+        sums = np.bincount(cols.ravel(), flat.ravel(), minlength=ct.size)
+        ct = sums.reshape(ct.shape).astype(ct.dtype, copy=False)
+    else:
+        np.add.at(ct, idx, g)
+    return ct
+
+
+def _container_ct(g: Any, x: Any, idx: Any) -> Any:
+    """Cotangent of ``x[idx]`` for a list, tuple or dict ``x``."""
+    if isinstance(x, dict):
+        return {idx: g}
+    ct = [None] * len(x)
+    if isinstance(idx, slice):
+        ct[idx] = list(g)
+    else:
+        ct[idx] = g
+    return ct
+
+
+# ---------------------------------------------------------------- getitem
+
+
+@adjoint(operator.getitem)
+def d_getitem(g, ans, x, idx):
+    if isinstance(x, (list, tuple, dict)):
+        return (_container_ct(g, x, idx), None)
+    return (scatter(g, x, idx), None)
+
+
+# ---------------------------------------------------------------- take and friends
+
+
+def _wrapped(indices: Any, n: int, mode: str) -> np.ndarray:
+    """Indices as ``np.take(mode=...)`` resolves them."""
+    indices = np.asarray(indices)
+    if mode == "wrap":
+        return indices % n
+    if mode == "clip":
+        return np.clip(indices, 0, n - 1)
+    return indices
+
+
+@adjoint(np.take)
+def d_take(g, ans, a, indices, axis=None, out=None, mode="raise"):
+    a = np.asarray(a)
+    if axis is None:
+        flat = scatter(g, a.ravel(), _wrapped(indices, a.size, mode))
+        return (flat.reshape(a.shape), None)
+    idx = (slice(None),) * (axis % a.ndim) + (_wrapped(indices, a.shape[axis], mode),)
+    return (scatter(g, a, idx), None)
+
+
+def _full_index(indices: np.ndarray, axis: int) -> tuple:
+    """The fancy index that ``take_along_axis(a, indices, axis)`` reads."""
+    grids = np.ix_(*[np.arange(n) for n in indices.shape])
+    return tuple(indices if d == axis else grids[d] for d in range(indices.ndim))
+
+
+@adjoint(np.take_along_axis)
+def d_take_along_axis(g, ans, arr, indices, axis=-1):
+    arr = np.asarray(arr)
+    if axis is None:
+        flat = scatter(g, arr.ravel(), np.asarray(indices))
+        return (flat.reshape(arr.shape), None)
+    ct = _float_zeros(arr)
+    np.add.at(ct, _full_index(np.asarray(indices), axis % arr.ndim), g)
+    return (ct, None)
+
+
+@adjoint(np.compress)
+def d_compress(g, ans, condition, a, axis=None, out=None):
+    a = np.asarray(a)
+    kept = np.flatnonzero(condition)
+    if axis is None:
+        return (None, scatter(g, a.ravel(), kept).reshape(a.shape))
+    return (None, scatter(g, a, (slice(None),) * (axis % a.ndim) + (kept,)))
+
+
+@adjoint(np.extract)
+def d_extract(g, ans, condition, arr):
+    arr = np.asarray(arr)
+    mask = np.ravel(condition).astype(bool)
+    return (None, scatter(g, arr.ravel(), mask).reshape(arr.shape))
+
+
+# ---------------------------------------------------------------- item()
+
+
+def item(x: Any, *args: Any) -> Any:
+    """``x.item(*args)``: one entry as a Python scalar (the target of the method)."""
+    return np.asarray(x).item(*args)
+
+
+@adjoint(item)
+def d_item(g, ans, x, *args):
+    x = np.asarray(x)
+    if not args:
+        return (like(np.reshape(np.asarray(g), x.shape), x),)
+    idx = args[0] if len(args) == 1 else args
+    idx = np.unravel_index(idx, x.shape) if isinstance(idx, (int, np.integer)) else idx
+    return (scatter(g, x, tuple(idx)),)
+
+
+method_alias("item", item)
+method_alias("take", np.take)

@@ -1,0 +1,305 @@
+"""Adjoint rules for Python builtins and the ``math`` module.
+
+These mostly see Python floats, so their rules use ``math`` and return floats;
+``abs``, ``float``, ``sum``, ``min`` and ``max`` also accept arrays.  The
+cotangent of a list argument (``sum(xs)``, ``max(xs)``, ``sorted(xs)``) is a list.
+
+Conventions: ``min``/``max`` split the cotangent equally among entries equal
+to the result (with ``key=``, the entry returned gets it all); ``abs`` and
+``fabs`` have derivative 0 at 0.  ``math.floor``, ``ceil``, ``trunc``,
+``round``, ``int`` and the other integer-valued functions have zero gradient.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.elementwise import d_power
+from s2sad.runtime.registry import adjoint, nondifferentiable
+from s2sad.runtime.support import unbroadcast
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+# ---------------------------------------------------------------- builtins
+
+
+@adjoint(builtins.sum, math.fsum)
+def d_builtin_sum(g, ans, iterable, start=0):
+    """Each entry gets g (summed back over broadcasting); an array's rows too."""
+    if isinstance(iterable, np.ndarray):
+        rows = np.broadcast_to(unbroadcast(g, iterable[0]), iterable.shape)
+        return (rows.copy(), unbroadcast(g, start))
+    return ([unbroadcast(g, x) for x in iterable], unbroadcast(g, start))
+
+
+@adjoint(builtins.abs)
+def d_builtin_abs(g, ans, x):
+    return (g * np.sign(x),)
+
+
+@adjoint(builtins.float)
+def d_builtin_float(g, ans, x=0.0):
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (np.asarray(g, dtype=x.dtype if x.dtype.kind == "f" else float),)
+    return (g,)
+
+
+def _shares(values: list, ans: Any) -> list[float]:
+    """Equal shares of the cotangent among the entries equal to ``ans``."""
+    hits = [float(v == ans) for v in values]
+    total = builtins.sum(hits)
+    return [h / total for h in hits]
+
+
+@adjoint(builtins.max, builtins.min)
+def d_builtin_max(g, ans, *args, **kwargs):
+    """max(a, b, ...) or max(iterable): ties split equally; with key= the winner."""
+    values = list(args[0]) if len(args) == 1 else list(args)
+    if "key" in kwargs:
+        shares = [float(v is ans) for v in values]
+    else:
+        shares = _shares(values, ans)
+    cts = [None if s == 0 else g * s for s in shares]
+    return (cts,) if len(args) == 1 else tuple(cts)
+
+
+@adjoint(builtins.pow, math.pow)
+def d_builtin_pow(g, ans, x, y, mod=None):
+    return d_power(g, ans, x, y)
+
+
+@adjoint(builtins.divmod)
+def d_divmod(g, ans, x, y):
+    """Only the remainder x - q * y carries gradient (the quotient q is a step)."""
+    if g[1] is None:
+        return (None, None)
+    return (g[1], -g[1] * ans[0])
+
+
+@adjoint(builtins.sorted)
+def d_sorted(g, ans, iterable, *, key=None, reverse=False):
+    """Each output position sends its cotangent back to the entry it came from."""
+    values = list(iterable)
+    keyed = values if key is None else [key(v) for v in values]
+    order = sorted(range(len(values)), key=keyed.__getitem__, reverse=reverse)
+    ct: list = [None] * len(values)
+    for position, source in enumerate(order):
+        ct[source] = g[position]
+    return (ct,)
+
+
+@adjoint(builtins.list, builtins.tuple)
+def d_list(g, ans, iterable=()):
+    """list(xs) of a list gives back the list; of an array, its rows stacked."""
+    if isinstance(iterable, np.ndarray):
+        rows = [
+            np.zeros(iterable.shape[1:], iterable.dtype) if c is None else c for c in g
+        ]
+        return (np.stack(rows).astype(iterable.dtype, copy=False),)
+    return (list(g),)
+
+
+# ---------------------------------------------------------------- math: exp and logs
+
+
+@adjoint(math.exp)
+def d_math_exp(g, ans, x):
+    return (g * ans,)
+
+
+@adjoint(math.expm1)
+def d_math_expm1(g, ans, x):
+    return (g * (ans + 1.0),)
+
+
+@adjoint(math.log)
+def d_math_log(g, ans, x, base=math.e):
+    return (g / (x * math.log(base)), -g * ans / (base * math.log(base)))
+
+
+@adjoint(math.log1p)
+def d_math_log1p(g, ans, x):
+    return (g / (1.0 + x),)
+
+
+@adjoint(math.log2)
+def d_math_log2(g, ans, x):
+    return (g / (x * math.log(2.0)),)
+
+
+@adjoint(math.log10)
+def d_math_log10(g, ans, x):
+    return (g / (x * math.log(10.0)),)
+
+
+@adjoint(math.sqrt)
+def d_math_sqrt(g, ans, x):
+    return (0.5 * g / ans,)
+
+
+# ---------------------------------------------------------------- math: trigonometry
+
+
+@adjoint(math.sin)
+def d_math_sin(g, ans, x):
+    return (g * math.cos(x),)
+
+
+@adjoint(math.cos)
+def d_math_cos(g, ans, x):
+    return (-g * math.sin(x),)
+
+
+@adjoint(math.tan)
+def d_math_tan(g, ans, x):
+    return (g * (1.0 + ans * ans),)
+
+
+@adjoint(math.asin)
+def d_math_asin(g, ans, x):
+    return (g / math.sqrt(1.0 - x * x),)
+
+
+@adjoint(math.acos)
+def d_math_acos(g, ans, x):
+    return (-g / math.sqrt(1.0 - x * x),)
+
+
+@adjoint(math.atan)
+def d_math_atan(g, ans, x):
+    return (g / (1.0 + x * x),)
+
+
+@adjoint(math.atan2)
+def d_math_atan2(g, ans, y, x):
+    return (g * x / (x * x + y * y), -g * y / (x * x + y * y))
+
+
+@adjoint(math.hypot)
+def d_math_hypot(g, ans, *coordinates):
+    return tuple(0.0 if ans == 0 else g * c / ans for c in coordinates)
+
+
+@adjoint(math.degrees)
+def d_math_degrees(g, ans, x):
+    return (g * (180.0 / math.pi),)
+
+
+@adjoint(math.radians)
+def d_math_radians(g, ans, x):
+    return (g * (math.pi / 180.0),)
+
+
+# ---------------------------------------------------------------- math: hyperbolic
+
+
+@adjoint(math.sinh)
+def d_math_sinh(g, ans, x):
+    return (g * math.cosh(x),)
+
+
+@adjoint(math.cosh)
+def d_math_cosh(g, ans, x):
+    return (g * math.sinh(x),)
+
+
+@adjoint(math.tanh)
+def d_math_tanh(g, ans, x):
+    return (g * (1.0 - ans * ans),)
+
+
+@adjoint(math.asinh)
+def d_math_asinh(g, ans, x):
+    return (g / math.sqrt(x * x + 1.0),)
+
+
+@adjoint(math.acosh)
+def d_math_acosh(g, ans, x):
+    return (g / math.sqrt(x * x - 1.0),)
+
+
+@adjoint(math.atanh)
+def d_math_atanh(g, ans, x):
+    return (g / (1.0 - x * x),)
+
+
+# ---------------------------------------------------------------- math: special and misc
+
+
+@adjoint(math.erf)
+def d_math_erf(g, ans, x):
+    return (g * _TWO_OVER_SQRT_PI * math.exp(-x * x),)
+
+
+@adjoint(math.erfc)
+def d_math_erfc(g, ans, x):
+    return (-g * _TWO_OVER_SQRT_PI * math.exp(-x * x),)
+
+
+@adjoint(math.fabs)
+def d_math_fabs(g, ans, x):
+    return (g * float(np.sign(x)),)
+
+
+@adjoint(math.copysign)
+def d_math_copysign(g, ans, x, y):
+    return (
+        0.0 if x == 0 else g if math.copysign(1.0, x) == math.copysign(1.0, y) else -g,
+    )
+
+
+@adjoint(math.fmod)
+def d_math_fmod(g, ans, x, y):
+    return (g, -g * round((x - ans) / y))
+
+
+@adjoint(math.remainder)
+def d_math_remainder(g, ans, x, y):
+    return (g, -g * round((x - ans) / y))
+
+
+@adjoint(math.dist)
+def d_math_dist(g, ans, p, q):
+    diff = [0.0 if ans == 0 else g * (a - b) / ans for a, b in zip(p, q)]
+    return (diff, [-d for d in diff])
+
+
+@adjoint(math.prod)
+def d_math_prod(g, ans, iterable, *, start=1):
+    """Product of the other entries: exact when some entries are 0."""
+    values = list(iterable)
+    return (
+        [
+            g * start * math.prod(values[:i] + values[i + 1 :])
+            for i in range(len(values))
+        ],
+    )
+
+
+if hasattr(math, "exp2"):  # Python >= 3.11
+
+    @adjoint(math.exp2)
+    def d_math_exp2(g, ans, x):
+        return (g * ans * math.log(2.0),)
+
+    @adjoint(math.cbrt)
+    def d_math_cbrt(g, ans, x):
+        return (0.0 if ans == 0 else g / (3.0 * ans * ans),)
+
+
+# ---------------------------------------------------------------- zero gradient
+
+NONDIFFERENTIABLE = (
+    builtins.len, builtins.range, builtins.zip, builtins.enumerate, builtins.int,
+    builtins.bool, builtins.round, builtins.isinstance, builtins.print, builtins.str,
+    builtins.repr, builtins.type, builtins.hash, builtins.id, builtins.any,
+    builtins.all, builtins.format, builtins.issubclass,
+    math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+    math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm,
+    math.isqrt,
+)  # fmt: skip
+nondifferentiable(*NONDIFFERENTIABLE)

@@ -1,0 +1,357 @@
+"""Adjoint rules for reductions and scans (sum, mean, max, prod, var, cumsum, ...).
+
+Every rule accepts ``axis`` as None, an int, a negative int or a tuple, and
+``keepdims``; the method forms (``x.sum(1)``) pass the same positional
+arguments after the receiver.  A reduced cotangent is first given back its
+reduced axes (:func:`expand`) and then broadcast against the input.
+
+Conventions:
+
+* ``max``/``min``/``amax``/``amin``/``nanmax``/``nanmin`` and the ``inf`` norms:
+  when several entries tie for the extremum, the cotangent is split equally
+  among them (two tied maxima get ``g / 2`` each).
+* ``median``: the cotangent goes to the middle element of the sorted slice, or
+  half to each of the two middle elements for an even count.
+* ``sort``: ties keep the stable order, so each output position sends its
+  cotangent to the input it was copied from.
+* ``prod``/``cumprod`` are exact with zeros (no division by the input).
+* ``std`` at a constant slice (std = 0) gets a zero cotangent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
+from s2sad.runtime.support import unbroadcast
+
+# ---------------------------------------------------------------- axis helpers
+
+
+def axes_of(ndim: int, axis: Any) -> tuple[int, ...]:
+    """``axis`` (None, int, negative int or tuple) as a sorted tuple of axes >= 0."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(a % ndim for a in axis))
+    return (axis % ndim,) if ndim else ()
+
+
+def expand(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    """Reinsert the reduced axes into ``g`` so that it broadcasts against ``x``."""
+    if keepdims or axis is None:
+        return g
+    return np.expand_dims(g, axes_of(np.ndim(x), axis))
+
+
+def like(ct: Any, x: Any) -> Any:
+    """Cast ``ct`` to ``x``'s float dtype; split it into a list if ``x`` is a list."""
+    if isinstance(x, (list, tuple)):
+        return [like(c, xi) for c, xi in zip(ct, x)]
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and dtype.kind == "f" and getattr(ct, "dtype", dtype) != dtype:
+        return np.asarray(ct).astype(dtype)
+    return ct
+
+
+def spread(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    """``g`` broadcast to ``x``'s shape (the cotangent of a sum)."""
+    return np.broadcast_to(expand(g, x, axis, keepdims), np.shape(x))
+
+
+def count(x: Any, axis: Any) -> int:
+    """How many entries of ``x`` each reduced output combines."""
+    shape = np.shape(x)
+    return int(np.prod([shape[a] for a in axes_of(len(shape), axis)]))
+
+
+def to_last(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Move ``axes`` to the end and flatten them into one: shape (..., n)."""
+    k = len(axes)
+    moved = np.moveaxis(x, axes, tuple(range(x.ndim - k, x.ndim)))
+    return moved.reshape(moved.shape[: x.ndim - k] + (-1,))
+
+
+def from_last(y: np.ndarray, shape: tuple, axes: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`to_last` for an array ``y`` of shape (..., n)."""
+    k = len(axes)
+    kept = [n for i, n in enumerate(shape) if i not in axes]
+    moved = y.reshape(tuple(kept) + tuple(shape[a] for a in axes))
+    return np.moveaxis(moved, tuple(range(len(shape) - k, len(shape))), axes)
+
+
+def _mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
+    """Indicator of ``x == full`` divided by the number of ties along ``axis``."""
+    mask = (x == full) & where
+    return mask / np.maximum(np.sum(mask, axis=axis, keepdims=True), 1)
+
+
+# ---------------------------------------------------------------- sums and means
+
+
+@adjoint(np.sum)
+def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    return (
+        like(np.where(kwargs.get("where", True), spread(g, x, axis, keepdims), 0), x),
+    )
+
+
+@adjoint(np.mean)
+def d_mean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    return (like(spread(g / count(x, axis), x, axis, keepdims), x),)
+
+
+@adjoint(np.nansum)
+def d_nansum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
+
+
+@adjoint(np.nanmean)
+def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    valid = ~np.isnan(x)
+    n = np.sum(valid, axis=axis, keepdims=True)
+    return (like(np.where(valid, expand(g, x, axis, keepdims) / n, 0), x),)
+
+
+@adjoint(np.average)
+def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Cotangents of ``a`` and (when passed positionally) of ``weights``."""
+    if returned:
+        raise NotImplementedError("np.average(..., returned=True) has no rule")
+    a = np.asarray(a)
+    ge = expand(g, a, axis, keepdims)
+    if weights is None:
+        return (like(np.broadcast_to(ge / count(a, axis), a.shape), a),)
+    w = np.asarray(weights)
+    wb = w if w.shape == a.shape else np.reshape(w, _along(a.ndim, axis))
+    total = np.sum(np.broadcast_to(wb, a.shape), axis=axis, keepdims=True)
+    g_wb = ge * (a - expand(ans, a, axis, keepdims)) / total
+    return (
+        like(ge * wb / total, a),
+        None,
+        like(unbroadcast(g_wb, wb).reshape(w.shape), w),
+    )
+
+
+def _along(ndim: int, axis: int) -> tuple[int, ...]:
+    """Shape (1, .., -1, .., 1) that lays a 1-d array along ``axis``."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return tuple(shape)
+
+
+# ---------------------------------------------------------------- extrema
+
+
+@adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
+def d_max(g, ans, x, axis=None, out=None, keepdims=False, **kwargs):
+    """Ties split the cotangent equally among the tied entries."""
+    full = expand(ans, x, axis, keepdims)
+    share = _mask_share(x, full, axis, kwargs.get("where", True))
+    return (like(expand(g, x, axis, keepdims) * share, x),)
+
+
+@adjoint(np.ptp)
+def d_ptp(g, ans, x, axis=None, out=None, keepdims=False):
+    ge = expand(g, x, axis, keepdims)
+    hi = expand(np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    lo = expand(np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    return (like(ge * (_mask_share(x, hi, axis) - _mask_share(x, lo, axis)), x),)
+
+
+# ---------------------------------------------------------------- products
+
+
+def _exclusive_products(flat: np.ndarray) -> np.ndarray:
+    """For each entry of the last axis, the product of all the others (no division)."""
+    ones = np.ones(flat.shape[:-1] + (1,), dtype=flat.dtype)
+    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)
+    return left * right[..., ::-1]
+
+
+@adjoint(np.prod)
+def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    """Product of the other entries of each slice: exact when entries are 0."""
+    x = np.asarray(x)
+    axes = axes_of(x.ndim, axis)
+    others = from_last(_exclusive_products(to_last(x, axes)), x.shape, axes)
+    scale = 1 if initial is None else initial
+    return (like(expand(g, x, axis, keepdims) * others * scale, x),)
+
+
+# ---------------------------------------------------------------- moments
+
+
+@adjoint(np.var)
+def d_var(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    ddof = kw.get("correction", ddof)
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    n = count(x, axis) - ddof
+    return (like(expand(g, x, axis, keepdims) * centered * (2.0 / n), x),)
+
+
+@adjoint(np.std)
+def d_std(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    """(x - mean) / ((n - ddof) * std); 0 where std is 0."""
+    ddof = kw.get("correction", ddof)
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    sd = expand(ans, x, axis, keepdims)
+    n = count(x, axis) - ddof
+    scale = np.where(sd == 0, 0, 1 / (n * np.where(sd == 0, 1, sd)))
+    return (like(expand(g, x, axis, keepdims) * centered * scale, x),)
+
+
+# ---------------------------------------------------------------- scans
+
+
+def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+@adjoint(np.cumsum)
+def d_cumsum(g, ans, x, axis=None, dtype=None, out=None):
+    if axis is None:
+        return (like(np.reshape(_reverse_cumsum(g, 0), np.shape(x)), x),)
+    return (like(_reverse_cumsum(g, axis), x),)
+
+
+def _cumprod_last(g: np.ndarray, ans: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Cotangent of cumprod along the last axis, exact with zeros in x."""
+    if np.all(x != 0):
+        return _reverse_cumsum(g * ans, -1) / x
+    # ct_i = prod_{k<i} x_k * r_i  with  r_i = g_i + x_{i+1} r_{i+1}
+    left = np.cumprod(np.concatenate([np.ones_like(x[..., :1]), x[..., :-1]], -1), -1)
+    r = np.zeros_like(g)
+    r[..., -1] = g[..., -1]
+    for i in range(x.shape[-1] - 2, -1, -1):
+        r[..., i] = g[..., i] + x[..., i + 1] * r[..., i + 1]
+    return left * r
+
+
+@adjoint(np.cumprod)
+def d_cumprod(g, ans, x, axis=None, dtype=None, out=None):
+    x = np.asarray(x)
+    if axis is None:
+        flat = _cumprod_last(np.asarray(g), np.asarray(ans), x.ravel())
+        return (like(flat.reshape(x.shape), x),)
+    move = lambda a: np.moveaxis(np.asarray(a), axis, -1)  # noqa: E731
+    ct = _cumprod_last(move(g), move(ans), move(x))
+    return (like(np.moveaxis(ct, -1, axis), x),)
+
+
+def _without_initial(g: Any, axis: Any, include_initial: bool) -> Any:
+    """Drop the leading entry that ``include_initial=True`` adds along ``axis``."""
+    if not include_initial:
+        return g
+    ax = -1 if axis is None else axis
+    return np.take(g, range(1, np.shape(g)[ax]), axis=ax)
+
+
+if hasattr(np, "cumulative_sum"):  # NumPy >= 2.1
+
+    @adjoint(np.cumulative_sum)
+    def d_cumulative_sum(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
+        g = _without_initial(g, axis, kw.get("include_initial", False))
+        return (like(_reverse_cumsum(g, -1 if axis is None else axis), x),)
+
+    @adjoint(np.cumulative_prod)
+    def d_cumulative_prod(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
+        g = _without_initial(g, axis, kw.get("include_initial", False))
+        ans = _without_initial(ans, axis, kw.get("include_initial", False))
+        return d_cumprod(g, ans, x, -1 if axis is None else axis)
+
+
+@adjoint(np.diff)
+def d_diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """Each difference step is undone by a negated difference of the zero-padded g."""
+    for _ in range(n):
+        pad = [(0, 0)] * np.ndim(g)
+        pad[axis] = (1, 1)
+        g = -np.diff(np.pad(g, pad), axis=axis)
+    start = _length_along(prepend, axis)
+    return (like(np.take(g, range(start, start + np.shape(a)[axis]), axis=axis), a),)
+
+
+def _length_along(extra: Any, axis: int) -> int:
+    """How many entries ``prepend=extra`` adds along ``axis`` (scalars add one)."""
+    if extra is None:
+        return 0
+    return 1 if np.ndim(extra) == 0 else np.shape(extra)[axis]
+
+
+# ---------------------------------------------------------------- order statistics
+
+
+def _float_dtype(g: Any) -> np.dtype:
+    dtype = getattr(g, "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+@adjoint(np.sort)
+def d_sort(g, ans, a, axis=-1, kind=None, order=None, **kwargs):
+    a = np.asarray(a)
+    if axis is None:
+        ct = np.zeros(a.size, dtype=_float_dtype(g))
+        ct[np.argsort(a, axis=None, kind="stable")] = g
+        return (like(ct.reshape(a.shape), a),)
+    ct = np.zeros(a.shape, dtype=_float_dtype(g))
+    np.put_along_axis(ct, np.argsort(a, axis=axis, kind="stable"), g, axis=axis)
+    return (like(ct, a),)
+
+
+@adjoint(np.median)
+def d_median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The middle element (or half to each of the two middle ones) gets g."""
+    a = np.asarray(a)
+    axes = axes_of(a.ndim, axis)
+    flat = to_last(a, axes)
+    n = flat.shape[-1]
+    middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+    picked = np.argsort(flat, axis=-1, kind="stable")[..., middle]
+    ge = np.reshape(expand(g, a, axis, keepdims), flat.shape[:-1] + (1,))
+    ct = np.zeros(flat.shape, dtype=_float_dtype(g))
+    np.put_along_axis(ct, picked, np.broadcast_to(ge / len(middle), picked.shape), -1)
+    return (like(from_last(ct, a.shape, axes), a),)
+
+
+# ---------------------------------------------------------------- logsumexp
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """log(sum(exp(x))) along ``axis``, computed without overflow."""
+    x = np.asarray(x)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+@adjoint(logsumexp)
+def d_logsumexp(g, ans, x, axis=None, keepdims=False):
+    """softmax(x) * g, evaluated as exp(x - logsumexp) (stable)."""
+    ge = expand(g, x, axis, keepdims)
+    return (like(ge * np.exp(x - expand(ans, x, axis, keepdims)), x),)
+
+
+# ---------------------------------------------------------------- zero gradient
+
+NONDIFFERENTIABLE = (
+    np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.argsort, np.argpartition,
+    np.argwhere, np.nonzero, np.flatnonzero, np.count_nonzero, np.any, np.all,
+    np.searchsorted, np.digitize, np.lexsort,
+)  # fmt: skip
+nondifferentiable(*NONDIFFERENTIABLE)
+
+# ---------------------------------------------------------------- methods
+
+for _name, _function in [
+    ("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min),
+    ("prod", np.prod), ("std", np.std), ("var", np.var), ("cumsum", np.cumsum),
+    ("cumprod", np.cumprod), ("argmax", np.argmax), ("argmin", np.argmin),
+    ("argsort", np.argsort), ("any", np.any), ("all", np.all),
+    ("nonzero", np.nonzero),
+]:  # fmt: skip
+    method_alias(_name, _function)
