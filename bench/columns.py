@@ -101,6 +101,9 @@ class Handwritten(Column):
     def prepare(self, problem, args):
         return _numpy_prepared(getattr(handwritten, problem.name), problem, args)
 
+    def versions(self):
+        return f"numpy {np.__version__}"
+
 
 class S2SAD(Column):
     """THE HOOK for s2sad: ``s2sad.value_and_grad(fn, argnums=...)(*args)``."""

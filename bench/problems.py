@@ -214,8 +214,20 @@ PROBLEMS: dict[str, Problem] = {
             lr=0.05,
             description="SGD step 256-512-10 b1024",
         ),
-        Problem("rnn_mnist", rnn_mnist, data_rnn_mnist, (0, 1, 2, 3, 4)),
-        Problem("cnn_imdb", cnn_imdb, data_cnn_imdb, (0, 1, 2, 3, 4)),
+        Problem(
+            "rnn_mnist",
+            rnn_mnist,
+            data_rnn_mnist,
+            (0, 1, 2, 3, 4),
+            description="tanh RNN 4x196, h 64, b100",
+        ),
+        Problem(
+            "cnn_imdb",
+            cnn_imdb,
+            data_cnn_imdb,
+            (0, 1, 2, 3, 4),
+            description="text CNN b64 x 130 tokens",
+        ),
     ]
 }
 

@@ -72,7 +72,8 @@ def markdown(result: dict) -> str:
     out = [
         "# s2sad benchmarks",
         "",
-        f"Run {meta['date']} on {meta['machine']}; {meta['threads']} thread(s);",
+        f"Run {meta['date']} at commit {meta.get('commit', '?')} on "
+        f"{meta['machine']}; {meta['threads']} thread(s);",
         f"median of {meta['repeat']} interleaved repetitions; "
         f"full run took {meta['wall_s']:.0f} s.",
         "Versions: " + "; ".join(meta["versions"]) + ".",

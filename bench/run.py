@@ -213,6 +213,18 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} CPUs visible, {platform.system()}"
 
 
+def git_commit() -> str:
+    """Short hash of the checked-out commit (+ "-dirty" if files differ)."""
+    try:
+        run = lambda *a: subprocess.run(  # noqa: E731
+            ["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+        dirty = run("status", "--porcelain", "--untracked-files=no")
+        return run("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 NOTES = [
     "autograd and JAX run the very same NumPy source as the other columns, with "
     "the global `np` rebound to `autograd.numpy` / `jax.numpy`; JAX runs with "
@@ -254,6 +266,7 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
     result["meta"] = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
+        "commit": git_commit(),
         "threads": opts.threads,
         "repeat": opts.repeat,
         "target_s": opts.target,
