@@ -64,9 +64,9 @@ def _loop(rv, s: ast.For | ast.While):
     saved_target = fc.save(target, fwd) if target else False
     body_fwd, body_bwd = rv.forward_and_backward(s.body, True)
     if isinstance(s, ast.For):
-        fwd.append(ast.For(target=s.target, iter=s.iter, body=body_fwd, orelse=[]))
+        fwd.append(ast.For(target=s.target, iter=s.iter, body=body_fwd or [ast.Pass()], orelse=[]))
     else:
-        fwd.append(ast.While(test=s.test, body=body_fwd, orelse=[]))
+        fwd.append(ast.While(test=s.test, body=body_fwd or [ast.Pass()], orelse=[]))
     touched = sorted({rv.g(n.id) for n in ast.walk(s) if isinstance(n, ast.Name) and rv.needs(n)})
 
     def backward() -> list[ast.stmt]:

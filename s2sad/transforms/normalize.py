@@ -72,6 +72,7 @@ class Normalizer:
         self.nonsimple = self._compound_stores(node.body)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
+        self.depth = 0  # > 0 inside if/for/while: names bound there may be re-bound
 
     # ------------------------------------------------------------------ helpers
     def _compound_stores(self, body: list[ast.stmt]) -> set[str]:
@@ -84,7 +85,7 @@ class Normalizer:
     def temp(self, base: str, nonsimple: bool = False) -> str:
         t = self.namer.fresh(base)
         self.locals.add(t)
-        if nonsimple:
+        if nonsimple or self.depth > 0:
             self.nonsimple.add(t)
         return t
 
@@ -106,10 +107,12 @@ class Normalizer:
         return getattr(base, expr.attr, _MISSING)
 
     # ------------------------------------------------------------------ blocks
-    def block(self, stmts: list[ast.stmt], in_loop: bool = False) -> list[ast.stmt]:
+    def block(self, stmts: list[ast.stmt], in_loop: bool = False, nested: bool = False) -> list[ast.stmt]:
         out: list[ast.stmt] = []
+        self.depth += nested
         for stmt in stmts:
             self.stmt(stmt, out, in_loop)
+        self.depth -= nested
         return out
 
     def stmt(self, s: ast.stmt, out: list[ast.stmt], in_loop: bool) -> None:
@@ -212,8 +215,8 @@ class Normalizer:
             tmp = self.temp("cond", nonsimple=True)
             out.append(assign(tmp, test))
             test = name(tmp)
-        body = self.block(s.body, in_loop) or [ast.Pass()]
-        orelse = self.block(s.orelse, in_loop)
+        body = self.block(s.body, in_loop, nested=True) or [ast.Pass()]
+        orelse = self.block(s.orelse, in_loop, nested=True)
         out.append(ast.If(test=test, body=body, orelse=orelse))
 
     def stmt_While(self, s, out, in_loop):
@@ -221,8 +224,10 @@ class Normalizer:
         self.assign_to(name(cond, store=True), s.test, out)
         count = self.temp("n_iter", nonsimple=True)
         out.append(assign(count, const(0)))
-        body = [self._increment(count)] + self.block(s.body, True)
+        body = [self._increment(count)] + self.block(s.body, True, nested=True)
+        self.depth += 1
         self.assign_to(name(cond, store=True), s.test, body)
+        self.depth -= 1
         loop = ast.While(test=name(cond), body=body, orelse=[])
         anno(loop)["count"] = count
         out.append(loop)
@@ -237,10 +242,13 @@ class Normalizer:
         index = s.target.id if prologue_for is None else self.temp("i", nonsimple=True)
         self.nonsimple.add(index)
         body: list[ast.stmt] = []
+        self.depth += 1
         if prologue_for is not None:
             prologue_for(index, body)
-        body += self.block(s.body, True)
-        loop = ast.For(target=name(index, store=True), iter=name(rng), body=body, orelse=[])
+        self.depth -= 1
+        body += self.block(s.body, True, nested=True)
+        loop = ast.For(target=name(index, store=True), iter=name(rng), body=body or [ast.Pass()],
+                       orelse=[])
         anno(loop)["range"] = rng
         if _has_break(body):
             count = self.temp("n_iter", nonsimple=True)
@@ -261,7 +269,7 @@ class Normalizer:
         if len(seqs) > 1:
             length = call("min", *[call("len", q) for q in seqs])
         rng = self.temp("r")
-        out.append(assign(rng, call("range", self.atom(length, out, "n"))))
+        out.append(assign(rng, self.value(call("range", self.atom(length, out, "n")), out)))
         return rng, bind
 
     def _sequences(self, it, fn, target, out):
@@ -296,8 +304,9 @@ class Normalizer:
     def _dict_items(self, d, kind, target, out):
         """``for k, v in d.items()`` -> loop over ``list(d.keys())`` reading ``d[k]``."""
         keys = self.temp("keys")
-        out.append(assign(keys, call("list", ast.Call(
-            func=ast.Attribute(value=d, attr="keys", ctx=ast.Load()), args=[], keywords=[]))))
+        keys_call = ast.Call(func=ast.Attribute(value=d, attr="keys", ctx=ast.Load()), args=[],
+                             keywords=[])
+        out.append(assign(keys, self.value(call("list", keys_call), out)))
 
         def bind(i, body):
             key = self.temp("key", nonsimple=True)
@@ -385,7 +394,9 @@ class Normalizer:
                 test = ast.UnaryOp(op=ast.Not(), operand=name(result))
             out.append(assign(cond, test))
             branch: list[ast.stmt] = []
+            self.depth += 1
             self.assign_to(name(result, store=True), operand, branch)
+            self.depth -= 1
             out.append(ast.If(test=name(cond), body=branch, orelse=[]))
         return name(result)
 
@@ -398,8 +409,10 @@ class Normalizer:
             test = name(cond)
         body: list[ast.stmt] = []
         orelse: list[ast.stmt] = []
+        self.depth += 1
         self.assign_to(name(result, store=True), e.body, body)
         self.assign_to(name(result, store=True), e.orelse, orelse)
+        self.depth -= 1
         out.append(ast.If(test=test, body=body, orelse=orelse))
         return name(result)
 
