@@ -35,9 +35,11 @@ class Options:
     """Compile options that change the emitted code (part of the cache key)."""
 
     optimize: bool = True
+    #: import the user's globals in the emitted module instead of binding them at load
+    standalone: bool = False
 
     def key(self) -> str:
-        return f"opt={int(self.optimize)}"
+        return f"opt={int(self.optimize)},standalone={int(self.standalone)}"
 
 
 class FunctionCompiler:

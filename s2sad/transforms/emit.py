@@ -53,9 +53,14 @@ def _imports(module) -> tuple[list[ast.stmt], list[str]]:
     stmts: list[ast.stmt] = []
     injected = []
     for alias, obj in sorted(module.bindings.items()):
+        origin = module.origins.get(alias)
         if isinstance(obj, types.ModuleType):
             stmts.append(ast.Import(names=[ast.alias(name=obj.__name__,
                                                      asname=None if alias == obj.__name__ else alias)]))
+        elif (module.options.standalone and origin and origin[0] == "module"
+              and origin[1] != "__main__"):
+            stmts.append(ast.ImportFrom(module=origin[1], names=[ast.alias(
+                name=origin[2], asname=None if alias == origin[2] else alias)], level=0))
         else:
             injected.append(alias)
     helpers = sorted(module.helpers_used)
