@@ -138,36 +138,65 @@ def d_conv1d(g, ans, x, w, b=None):
 # -- maxpool1d ------------------------------------------------------------------
 
 
-def _pool_windows(x: np.ndarray, k: int) -> np.ndarray:
-    """``(..., L // k, k)`` view of x's non-overlapping windows (remainder dropped)."""
+_FEW_OFFSETS = 16  # up to this window size, loop over offsets; beyond, reduce windows
+
+
+def _check_pool(x: np.ndarray, k: int) -> int:
     if int(k) != k or k < 1 or x.ndim < 1 or x.shape[-1] < k:
         raise ValueError(f"maxpool1d needs 1 <= k <= length; got k={k}, x {x.shape}")
-    k = int(k)
+    return int(k)
+
+
+def _offset(x: np.ndarray, j: int, k: int) -> np.ndarray:
+    """Element j of every window: a strided view ``(..., L // k)``."""
+    return x[..., j : (x.shape[-1] // k) * k : k]
+
+
+def _pool_windows(x: np.ndarray, k: int) -> np.ndarray:
+    """``(..., L // k, k)`` view of x's non-overlapping windows (remainder dropped)."""
     n = x.shape[-1] // k
     return sliding_window_view(x[..., : n * k], k, axis=-1)[..., ::k, :]
 
 
 def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
-    """Max over non-overlapping windows of size k on the last axis: ``(..., L) -> (..., L // k)``."""
-    return _pool_windows(np.asarray(x), k).max(axis=-1)
+    """Max of each non-overlapping window of k along the last axis: ``(..., L // k)``.
+
+    Small windows take an elementwise maximum over the k offsets (k whole-array
+    ufunc calls beat a reduction over many tiny windows); large ones reduce.
+    """
+    x = np.asarray(x)
+    k = _check_pool(x, k)
+    if k > _FEW_OFFSETS:
+        return _pool_windows(x, k).max(axis=-1)
+    out = _offset(x, 0, k).copy()
+    for j in range(1, k):
+        np.maximum(out, _offset(x, j, k), out=out)
+    return out
 
 
-def maxpool1d_grad(g: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
+def maxpool1d_grad(g: np.ndarray, x: np.ndarray, k: int, ans: np.ndarray) -> np.ndarray:
     """Route each window's cotangent to its first maximal element; zeros elsewhere."""
     x = np.asarray(x)
-    first = _pool_windows(x, k).argmax(axis=-1)  # argmax picks the first max on ties
-    slots = np.zeros((*first.shape, int(k)), dtype=np.result_type(g, x))
-    np.put_along_axis(slots, first[..., None], g[..., None], axis=-1)
-    if slots.size == x.size:
-        return slots.reshape(x.shape)
-    gx = np.zeros(x.shape, dtype=slots.dtype)
-    gx[..., : slots.shape[-2] * int(k)] = slots.reshape(*x.shape[:-1], -1)
+    k = _check_pool(x, k)
+    gx = np.zeros(x.shape, dtype=np.result_type(g, x))
+    if k > _FEW_OFFSETS:
+        first = _pool_windows(x, k).argmax(axis=-1)  # the first max on ties
+        slots = np.zeros((*first.shape, k), dtype=gx.dtype)
+        np.put_along_axis(slots, first[..., None], g[..., None], axis=-1)
+        gx[..., : first.shape[-1] * k] = slots.reshape(*x.shape[:-1], -1)
+        return gx
+    free = np.ones(np.shape(ans), dtype=bool)  # windows whose max is not found yet
+    for j in range(k):
+        hit = _offset(x, j, k) == ans
+        hit &= free
+        free &= ~hit
+        np.multiply(g, hit, out=_offset(gx, j, k))
     return gx
 
 
 @adjoint(maxpool1d)
 def d_maxpool1d(g, ans, x, k):
-    return (maxpool1d_grad(g, x, k), None)
+    return (maxpool1d_grad(g, x, k, ans), None)
 
 
 # -- embedding ------------------------------------------------------------------

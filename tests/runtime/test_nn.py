@@ -116,10 +116,27 @@ def test_maxpool1d_gradient_goes_to_first_max_on_ties():
     g = np.array([10.0, 20.0])
     gx = nn.d_maxpool1d(g, nn.maxpool1d(x, 3), x, 3)[0]
     np.testing.assert_array_equal(gx, [10.0, 0, 0, 0, 20.0, 0, 0])
+    big = np.zeros((2, 41))  # k > 16 takes the reduction path
+    big[0, [5, 9]] = 1.0
+    g = np.array([[2.0, 4.0], [3.0, 5.0]])
+    gbig = nn.d_maxpool1d(g, nn.maxpool1d(big, 20), big, 20)[0]
+    expected = np.zeros((2, 41))
+    expected[0, [5, 20]] = 2.0, 4.0
+    expected[1, [0, 20]] = 3.0, 5.0
+    np.testing.assert_array_equal(gbig, expected)
+
+
+@pytest.mark.parametrize("k", [3, 20])
+def test_maxpool1d_paths_agree_with_reshape(k):
+    x = randn(4, 2, 45)
+    n = 45 // k
+    expected = x[..., : n * k].reshape(4, 2, n, k).max(-1)
+    np.testing.assert_array_equal(nn.maxpool1d(x, k), expected)
 
 
 @pytest.mark.parametrize(
-    "shape,k", [((7,), 2), ((3, 8), 4), ((2, 3, 10), 3), ((2, 2, 6), 1)]
+    "shape,k",
+    [((7,), 2), ((3, 8), 4), ((2, 3, 10), 3), ((2, 2, 6), 1), ((2, 3, 41), 20)],
 )
 def test_maxpool1d_rule(shape, k):
     check_fd(nn.maxpool1d, [randn(*shape), k], wrt=[0])
