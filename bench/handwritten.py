@@ -108,31 +108,32 @@ def mlp_big(W1, b1, W2, b2, x, y) -> tuple[float, tuple]:
 
 def rnn_mnist(Wx, Wh, bh, Wo, bo, x, y) -> tuple[float, tuple]:
     n, steps, hidden = x.shape[0], 4, Wh.shape[0]
-    xs = x.reshape(n * steps, 196)
-    pre = (xs @ Wx).reshape(n, steps, hidden)  # all input projections at once
+    # Time-major copy of the chunks, so each step's rows are contiguous and all
+    # input projections (and later their weight gradient) are one product.
+    xs = x.reshape(n, steps, 196).transpose(1, 0, 2).reshape(steps * n, 196)
+    pre = (xs @ Wx).reshape(steps, n, hidden)
     pre += bh
     hs = [np.zeros((n, hidden), dtype=x.dtype)]
     for t in range(steps):
-        a = pre[:, t, :]
+        a = pre[t]
         a += hs[-1] @ Wh
-        hs.append(np.tanh(a, out=a))
+        hs.append(np.tanh(a, out=a))  # hs[t + 1] is pre[t], overwritten in place
     z = hs[-1] @ Wo
     z += bo
     value, gz = _softmax_xent(z, y)
     gWo, gbo = hs[-1].T @ gz, gz.sum(axis=0)
-    gpre = pre  # overwritten step by step with the gradient of each pre-activation
     gWh = np.zeros_like(Wh)
     gh = gz @ Wo.T
     for t in reversed(range(steps)):
-        h = hs[t + 1]
-        ga = gpre[:, t, :]
-        np.multiply(h, h, out=ga)
+        ga = pre[t]  # h_{t+1} becomes the gradient of its pre-activation
+        np.multiply(ga, ga, out=ga)
         np.subtract(1.0, ga, out=ga)
         ga *= gh
-        gWh += hs[t].T @ ga
+        if t > 0:  # h_0 is zero
+            gWh += hs[t].T @ ga
         gh = ga @ Wh.T
-    gpre2 = gpre.reshape(n * steps, hidden)
-    return value, (xs.T @ gpre2, gWh, gpre2.sum(axis=0), gWo, gbo)
+    gpre = pre.reshape(steps * n, hidden)
+    return value, (xs.T @ gpre, gWh, gpre.sum(axis=0), gWo, gbo)
 
 
 def cnn_imdb(E, K, c, w, b, ids, y) -> tuple[float, tuple]:

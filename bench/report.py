@@ -73,7 +73,8 @@ def markdown(result: dict) -> str:
         "# s2sad benchmarks",
         "",
         f"Run {meta['date']} at commit {meta.get('commit', '?')} on "
-        f"{meta['machine']}; {meta['threads']} thread(s);",
+        f"{meta['machine']}; {meta['threads']} thread(s); malloc: "
+        f"{meta.get('malloc', 'glibc default')};",
         f"median of {meta['repeat']} interleaved repetitions; "
         f"full run took {meta['wall_s']:.0f} s.",
         "Versions: " + "; ".join(meta["versions"]) + ".",
@@ -94,10 +95,10 @@ def markdown(result: dict) -> str:
     return "\n".join(out)
 
 
-def save(result: dict, directory: Path) -> tuple[Path, Path]:
-    """Write latest.md and latest.json; return their paths."""
+def save(result: dict, directory: Path, stem: str = "latest") -> tuple[Path, Path]:
+    """Write <stem>.md and <stem>.json; return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    md, js = directory / "latest.md", directory / "latest.json"
+    md, js = directory / f"{stem}.md", directory / f"{stem}.json"
     md.write_text(markdown(result), encoding="utf-8")
     js.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return md, js

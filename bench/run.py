@@ -11,7 +11,8 @@ script parses its arguments and sets the environment first and imports the
 numeric modules afterwards.  For each problem, every column's value and
 gradients are compared with the hand-written ones before anything is timed; a
 column that fails to import, raises or disagrees is skipped with the reason.
-Results go to bench/results/latest.md and latest.json.
+Results go to bench/results/latest.md and latest.json (latest-malloc-keep.* with
+--malloc-keep).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target", type=float, default=0.05, help="s per measurement")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--check", action="store_true", help="FD check of hand-written")
+    p.add_argument(
+        "--malloc-keep",
+        action="store_true",
+        help="re-run with glibc told to keep freed memory (no page-fault churn)",
+    )
     p.add_argument(
         "--no-compile-probe", action="store_true", help="skip s2sad cold/warm"
     )
@@ -270,6 +276,7 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
         "threads": opts.threads,
         "repeat": opts.repeat,
         "target_s": opts.target,
+        "malloc": "keep freed memory" if opts.malloc_keep else "glibc default",
         "python": platform.python_version(),
         "versions": list(
             dict.fromkeys(v for v in (c.versions() for c in columns) if v)
@@ -279,8 +286,31 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
     return result
 
 
+MALLOC_KEEP = {
+    "MALLOC_MMAP_THRESHOLD_": "1073741824",
+    "MALLOC_TRIM_THRESHOLD_": "1073741824",
+}
+
+
+def malloc_keep_reexec(argv: list[str] | None) -> None:
+    """Restart this script with glibc's malloc keeping freed memory.
+
+    glibc hands large freed blocks back to the kernel (munmap, heap trimming),
+    so code that allocates fresh temporaries every call pays page faults every
+    call, and on some VMs a fault costs several microseconds.  These variables
+    are read once at process start, hence the re-exec.
+    """
+    if all(os.environ.get(k) == v for k, v in MALLOC_KEEP.items()):
+        return
+    os.environ.update(MALLOC_KEEP)
+    args = sys.argv[1:] if argv is None else argv
+    os.execv(sys.executable, [sys.executable, __file__, *args])
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
+    if opts.malloc_keep:
+        malloc_keep_reexec(argv)
     apply_threads(opts.threads)
     sys.path.insert(0, str(ROOT))
     if opts.s2sad_probe:
@@ -297,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.markdown(result))
     if not opts.no_save:
-        for path in report.save(result, Path(opts.out)):
+        stem = "latest-malloc-keep" if opts.malloc_keep else "latest"
+        for path in report.save(result, Path(opts.out), stem):
             print(f"wrote {path}")
     return 0
 
