@@ -36,7 +36,7 @@ def _matmul_general(g: Any, x: np.ndarray, y: np.ndarray) -> tuple:
     return (like(np.reshape(gx, x.shape), x), like(np.reshape(gy, y.shape), y))
 
 
-@adjoint(np.matmul)
+@adjoint(np.matmul, np.linalg.matmul)
 def d_matmul(g, ans, x, y, *rest, **kwargs):
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == g.dtype:
@@ -57,6 +57,32 @@ def d_dot(g, ans, a, b, *rest):
 method_alias("dot", np.dot)
 
 
+@adjoint(np.vecdot, np.linalg.vecdot, broadcasts=True)
+def d_vecdot(g, ans, x1, x2, *rest, axis=-1, **kwargs):
+    """sum(x1 * x2, axis): each factor gets g (given back its axis) times the other."""
+    ge = np.expand_dims(g, axis)
+    return (ge * x2, ge * x1)
+
+
+if hasattr(np, "matvec"):  # NumPy >= 2.2
+
+    @adjoint(np.matvec, broadcasts=True)
+    def d_matvec(g, ans, x1, x2, *rest, **kwargs):
+        """(..., m, n) @ (..., n): an outer product and a transposed product."""
+        g = np.asarray(g)
+        return (g[..., :, None] * x2[..., None, :], np.matvec(_mT(x1), g))
+
+    @adjoint(np.vecmat, broadcasts=True)
+    def d_vecmat(g, ans, x1, x2, *rest, **kwargs):
+        """(..., n) @ (..., n, m): a product and an outer product."""
+        g = np.asarray(g)
+        return (np.matvec(x2, g), x1[..., :, None] * g[..., None, :])
+
+
+def _mT(a: Any) -> Any:
+    return np.swapaxes(a, -1, -2)
+
+
 @adjoint(np.inner)
 def d_inner(g, ans, a, b):
     a, b = np.asarray(a), np.asarray(b)
@@ -73,7 +99,7 @@ def d_vdot(g, ans, a, b):
     )
 
 
-@adjoint(np.outer)
+@adjoint(np.outer, np.linalg.outer)
 def d_outer(g, ans, a, b, out=None):
     return (
         like(np.reshape(g @ np.ravel(b), np.shape(a)), a),
@@ -106,7 +132,7 @@ def _tensordot_grads(g: Any, a: np.ndarray, b: np.ndarray, axes_a, axes_b) -> tu
     return tuple(like(c, x) for c, x in zip(grads, (a, b)))
 
 
-@adjoint(np.tensordot)
+@adjoint(np.tensordot, np.linalg.tensordot)
 def d_tensordot(g, ans, a, b, axes=2):
     a, b = np.asarray(a), np.asarray(b)
     return _tensordot_grads(g, a, b, *_tensordot_axes(a.ndim, b.ndim, axes))
@@ -244,7 +270,7 @@ def d_kron(g, ans, a, b):
     return (like(ga.reshape(a.shape), a), like(gb.reshape(b.shape), b))
 
 
-@adjoint(np.cross, broadcasts=True)
+@adjoint(np.cross, np.linalg.cross, broadcasts=True)
 def d_cross(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """<g, a x b> = <a, b x g> = <b, g x a>; 2-vectors give scalar (z) outputs."""
     if axis is not None:

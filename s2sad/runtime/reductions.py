@@ -336,6 +336,83 @@ def d_logsumexp(g, ans, x, axis=None, keepdims=False):
     return (like(ge * np.exp(x - expand(ans, x, axis, keepdims)), x),)
 
 
+# ---------------------------------------------------------------- norms
+
+
+def _vector_norm_grad(x: Any, n: Any, ord: Any, axis: Any) -> Any:
+    """d ||x||_ord / dx along ``axis``, with ``n`` the norm broadcast against x."""
+    safe = np.where(n == 0, 1, n)
+    if ord is None or ord == 2:
+        return x / safe
+    if ord in (np.inf, -np.inf):
+        return np.sign(x) * _mask_share(np.abs(x), n, axis)
+    if ord == 0:
+        return np.zeros_like(x)
+    if ord == 1:
+        return np.sign(x)
+    return np.sign(x) * (np.abs(x) / safe) ** (ord - 1)
+
+
+def _matrix_norm_grad(x: Any, n: Any, ord: Any) -> Any:
+    """d ||x||_ord / dx for matrices in the last two axes (n broadcast as (..., 1, 1))."""
+    if ord in (None, "fro"):
+        return x / np.where(n == 0, 1, n)
+    if ord in ("nuc", 2, -2):
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+        if ord == "nuc":
+            return u @ vh
+        k = 0 if ord == 2 else -1
+        return u[..., :, k : k + 1 or None] @ vh[..., k : k + 1 or None, :]
+    if ord in (1, -1, np.inf, -np.inf):
+        summed = -2 if ord in (1, -1) else -1  # 1: column sums, inf: row sums
+        sums = np.sum(np.abs(x), axis=summed, keepdims=True)
+        return np.sign(x) * _mask_share(sums, n, axis=(-2, -1))
+    raise NotImplementedError(f"np.linalg.norm(ord={ord!r}) of a matrix has no rule")
+
+
+def _norm_kind(x: np.ndarray, ord: Any, axis: Any) -> tuple[str, Any]:
+    """("vector", axes) or ("matrix", (row_axis, col_axis)) as np.linalg.norm decides."""
+    if axis is None:
+        if ord is None or x.ndim == 1:
+            return "vector", None
+        return "matrix", (0, 1)
+    if isinstance(axis, (int, np.integer)) or len(axis) == 1:
+        return "vector", axis
+    return "matrix", tuple(axis)
+
+
+def _matrix_grad_at(x: np.ndarray, n: Any, ord: Any, axes: tuple) -> Any:
+    """_matrix_norm_grad for matrices spanning ``axes`` of x."""
+    moved = np.moveaxis(x, axes, (-2, -1))
+    n_moved = np.moveaxis(n, axes, (-2, -1))
+    return np.moveaxis(_matrix_norm_grad(moved, n_moved, ord), (-2, -1), axes)
+
+
+@adjoint(np.linalg.norm)
+def d_norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    """Ties of the inf/1 norms split equally; the gradient at 0 is taken as 0."""
+    x = np.asarray(x)
+    kind, axes = _norm_kind(x, ord, axis)
+    ge = expand(g, x, axes, keepdims)
+    n = expand(ans, x, axes, keepdims)
+    if kind == "vector":
+        return (like(ge * _vector_norm_grad(x, n, ord, axes), x),)
+    return (like(ge * _matrix_grad_at(x, n, ord, axes), x),)
+
+
+@adjoint(np.linalg.vector_norm)
+def d_vector_norm(g, ans, x, *, axis=None, keepdims=False, ord=2):
+    n = expand(ans, x, axis, keepdims)
+    return (like(expand(g, x, axis, keepdims) * _vector_norm_grad(x, n, ord, axis), x),)
+
+
+@adjoint(np.linalg.matrix_norm)
+def d_matrix_norm(g, ans, x, *, keepdims=False, ord="fro"):
+    ge = expand(g, x, (-2, -1), keepdims)
+    n = expand(ans, x, (-2, -1), keepdims)
+    return (like(ge * _matrix_norm_grad(np.asarray(x), n, ord), x),)
+
+
 # ---------------------------------------------------------------- zero gradient
 
 NONDIFFERENTIABLE = (

@@ -114,10 +114,316 @@ def d_broadcast_arrays(g, ans, *args, **kwargs):
     return tuple(unbroadcast(gi, a) for gi, a in zip(g, args))
 
 
-@adjoint(np.matrix_transpose)
+@adjoint(np.matrix_transpose, np.linalg.matrix_transpose)
 def d_matrix_transpose(g, ans, x):
     return (np.swapaxes(g, -1, -2),)
 
+
+# ---------------------------------------------------------------- joining
+
+
+@adjoint(np.concatenate)
+def d_concatenate(g, ans, arrays, axis=0, *rest, **kwargs):
+    """A list with one piece of ``g`` per joined array."""
+    if axis is None:
+        return (_joined(g, arrays, [np.ravel(a) for a in arrays], 0),)
+    return (_joined(g, arrays, arrays, axis),)
+
+
+@adjoint(np.stack)
+def d_stack(g, ans, arrays, axis=0, *rest, **kwargs):
+    return (_joined(g, arrays, [np.expand_dims(a, axis) for a in arrays], axis),)
+
+
+@adjoint(np.vstack)
+def d_vstack(g, ans, tup, *rest, **kwargs):
+    return (_joined(g, tup, [np.atleast_2d(a) for a in tup], 0),)
+
+
+@adjoint(np.hstack)
+def d_hstack(g, ans, tup, *rest, **kwargs):
+    views = [np.atleast_1d(a) for a in tup]
+    return (_joined(g, tup, views, 0 if views[0].ndim == 1 else 1),)
+
+
+@adjoint(np.dstack)
+def d_dstack(g, ans, tup):
+    return (_joined(g, tup, [np.atleast_3d(a) for a in tup], 2),)
+
+
+@adjoint(np.column_stack)
+def d_column_stack(g, ans, tup):
+    views = [np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in tup]
+    return (_joined(g, tup, views, 1),)
+
+
+@adjoint(np.append)
+def d_append(g, ans, arr, values, axis=None):
+    if axis is None:
+        return tuple(_joined(g, [arr, values], [np.ravel(arr), np.ravel(values)], 0))
+    return tuple(_joined(g, [arr, values], [arr, values], axis))
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def _filled(g: list, pieces: Sequence) -> list:
+    """Cotangents of a list output with zeros in place of None."""
+    return [np.zeros_like(p) if c is None else c for c, p in zip(g, pieces)]
+
+
+@adjoint(np.split, np.array_split)
+def d_split(g, ans, ary, indices_or_sections, axis=0):
+    return (like(np.concatenate(_filled(g, ans), axis=axis), ary), None)
+
+
+@adjoint(np.hsplit)
+def d_hsplit(g, ans, ary, indices_or_sections):
+    axis = 1 if np.ndim(ary) > 1 else 0
+    return (like(np.concatenate(_filled(g, ans), axis=axis), ary), None)
+
+
+@adjoint(np.vsplit)
+def d_vsplit(g, ans, ary, indices_or_sections):
+    return (like(np.concatenate(_filled(g, ans), axis=0), ary), None)
+
+
+@adjoint(np.dsplit)
+def d_dsplit(g, ans, ary, indices_or_sections):
+    return (like(np.concatenate(_filled(g, ans), axis=2), ary), None)
+
+
+if hasattr(np, "unstack"):  # NumPy >= 2.1
+
+    @adjoint(np.unstack)
+    def d_unstack(g, ans, x, *, axis=0):
+        return (like(np.stack(_filled(g, ans), axis=axis), x),)
+
+
+# ---------------------------------------------------------------- repeating
+
+
+@adjoint(np.tile)
+def d_tile(g, ans, A, reps):
+    """Read g as (reps, shape) blocks interleaved per axis; sum over the reps."""
+    shape = np.shape(A)
+    reps = tuple(np.atleast_1d(reps))
+    d = max(len(shape), len(reps))
+    s = (1,) * (d - len(shape)) + shape
+    r = (1,) * (d - len(reps)) + reps
+    blocks = np.reshape(g, [n for pair in zip(r, s) for n in pair])
+    return (like(blocks.sum(axis=tuple(range(0, 2 * d, 2))).reshape(shape), A), None)
+
+
+@adjoint(np.repeat)
+def d_repeat(g, ans, a, repeats, axis=None):
+    """Sum each run of copies; a scalar count is a reshape, counts per entry add.at."""
+    base = np.ravel(a) if axis is None else np.asarray(a)
+    axis = 0 if axis is None else axis % base.ndim
+    n = base.shape[axis]
+    moved = np.moveaxis(np.asarray(g), axis, 0)
+    if np.size(repeats) == 1:
+        r = int(np.ravel(repeats)[0])
+        sums = moved.reshape((n, r) + moved.shape[1:]).sum(axis=1)
+    else:
+        sums = np.zeros((n,) + moved.shape[1:], dtype=moved.dtype)
+        np.add.at(sums, np.repeat(np.arange(n), repeats), moved)
+    return (like(np.moveaxis(sums, 0, axis).reshape(np.shape(a)), a), None)
+
+
+# ---------------------------------------------------------------- reordering
+
+
+@adjoint(np.flip)
+def d_flip(g, ans, m, axis=None):
+    return (np.flip(g, axis),)
+
+
+@adjoint(np.fliplr)
+def d_fliplr(g, ans, m):
+    return (np.fliplr(g),)
+
+
+@adjoint(np.flipud)
+def d_flipud(g, ans, m):
+    return (np.flipud(g),)
+
+
+@adjoint(np.roll)
+def d_roll(g, ans, a, shift, axis=None):
+    return (
+        like(np.reshape(np.roll(g, np.negative(shift), axis), np.shape(a)), a),
+        None,
+    )
+
+
+@adjoint(np.rot90)
+def d_rot90(g, ans, m, k=1, axes=(0, 1)):
+    return (np.rot90(g, -k, axes),)
+
+
+# ---------------------------------------------------------------- padding
+
+_COPYING_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+@adjoint(np.pad)
+def d_pad(g, ans, array, pad_width, mode="constant", **kwargs):
+    """Constant/empty padding: the inner slice; copying modes: sum every copy."""
+    shape = np.shape(array)
+    if mode in ("constant", "empty"):
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (len(shape), 2))
+        inner = tuple(slice(b, b + n) for (b, _), n in zip(widths, shape))
+        return (like(g[inner], array), None)
+    if mode not in _COPYING_PAD_MODES or kwargs.get("reflect_type") == "odd":
+        raise NotImplementedError(f"np.pad(mode={mode!r}, {kwargs}) has no rule")
+    size = int(np.prod(shape))
+    source = np.pad(np.arange(size).reshape(shape), pad_width, mode=mode, **kwargs)
+    sums = np.bincount(source.ravel(), weights=np.ravel(g), minlength=size)
+    return (like(sums.reshape(shape).astype(np.asarray(g).dtype), array), None)
+
+
+# ---------------------------------------------------------------- triangles and diagonals
+
+
+@adjoint(np.triu)
+def d_triu(g, ans, m, k=0):
+    return (np.triu(g, k),)
+
+
+@adjoint(np.tril)
+def d_tril(g, ans, m, k=0):
+    return (np.tril(g, k),)
+
+
+def _place_diagonal(g: Any, shape: tuple, offset: int, axis1: int, axis2: int) -> Any:
+    """Zeros of ``shape`` with ``g`` (diagonal last, as np.diagonal gives it) placed."""
+    g = np.asarray(g)
+    dtype = g.dtype if g.dtype.kind == "f" else np.float64
+    ct = np.zeros(shape, dtype=dtype)
+    view = np.moveaxis(ct, (axis1, axis2), (-2, -1))
+    i = np.arange(g.shape[-1] if g.ndim else 0)
+    view[..., i + max(-offset, 0), i + max(offset, 0)] = g
+    return ct
+
+
+def _diagonal_length(shape: tuple, offset: int, axis1: int, axis2: int) -> int:
+    rows, cols = shape[axis1], shape[axis2]
+    return max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+
+
+@adjoint(np.diag)
+def d_diag(g, ans, v, k=0):
+    """1-d in: read the k-th diagonal of g; 2-d in: place g on it."""
+    if np.ndim(v) == 1:
+        return (like(np.diagonal(g, k), v),)
+    return (like(_place_diagonal(g, np.shape(v), k, 0, 1), v),)
+
+
+@adjoint(np.diagonal)
+def d_diagonal(g, ans, a, offset=0, axis1=0, axis2=1):
+    return (like(_place_diagonal(g, np.shape(a), offset, axis1, axis2), a),)
+
+
+@adjoint(np.trace)
+def d_trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    n = _diagonal_length(np.shape(a), offset, axis1, axis2)
+    diagonal = np.broadcast_to(np.expand_dims(g, -1), np.shape(g) + (n,))
+    return (like(_place_diagonal(diagonal, np.shape(a), offset, axis1, axis2), a),)
+
+
+@adjoint(np.linalg.diagonal)
+def d_linalg_diagonal(g, ans, x, *, offset=0):
+    return (like(_place_diagonal(g, np.shape(x), offset, -2, -1), x),)
+
+
+@adjoint(np.linalg.trace)
+def d_linalg_trace(g, ans, x, *, offset=0, dtype=None):
+    return d_trace(g, ans, x, offset, -2, -1)
+
+
+# ---------------------------------------------------------------- building arrays
+
+
+@adjoint(
+    np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray,
+    np.asarray_chkfinite, np.copy, np.float64, np.float32, np.float16,
+)  # fmt: skip
+def d_array(g, ans, obj, *rest, **kwargs):
+    """An array built from ``obj``; a (nested) list gets a (nested) list cotangent."""
+    return (unstack_like(np.reshape(g, np.shape(obj)), obj),)
+
+
+@adjoint(np.astype)
+def d_astype(g, ans, x, dtype, *rest, **kwargs):
+    return (like(g, x) if np.asarray(x).dtype.kind == "f" else None,)
+
+
+@adjoint(np.full)
+def d_full(g, ans, shape, fill_value, *rest, **kwargs):
+    return (None, unbroadcast(g, fill_value))
+
+
+@adjoint(np.full_like)
+def d_full_like(g, ans, a, fill_value, *rest, **kwargs):
+    return (None, unbroadcast(g, fill_value))
+
+
+@adjoint(np.arange)
+def d_arange(g, ans, *args, **kwargs):
+    """arange(start, stop, step) = start + i * step: start and step get gradient."""
+    if len(args) < 2:
+        return (None,)
+    i = np.arange(np.size(g))
+    return (np.sum(g), None, np.sum(g * i)) if len(args) > 2 else (np.sum(g), None)
+
+
+@adjoint(np.linspace)
+def d_linspace(g, ans, start, stop, num=50, endpoint=True, retstep=False, **kwargs):
+    """start + t * (stop - start) with t = i / (num - 1) (or / num)."""
+    if retstep:
+        raise NotImplementedError("np.linspace(..., retstep=True) has no rule")
+    g = np.moveaxis(np.asarray(g), kwargs.get("axis", 0), 0)
+    steps = max(num - 1, 1) if endpoint else num
+    t = np.reshape(np.arange(num) / steps, (-1,) + (1,) * (g.ndim - 1))
+    return (
+        unbroadcast(np.sum(g * (1.0 - t), axis=0), start),
+        unbroadcast(np.sum(g * t, axis=0), stop),
+    )
+
+
+@adjoint(np.meshgrid)
+def d_meshgrid(g, ans, *xi, indexing="xy", **kwargs):
+    """Each input is spread along one axis of every output: sum over the others."""
+    cts = []
+    for k, (gk, x) in enumerate(zip(g, xi)):
+        axis = {0: 1, 1: 0}.get(k, k) if indexing == "xy" and len(xi) > 1 else k
+        if gk is None:
+            cts.append(None)
+            continue
+        others = tuple(d for d in range(np.ndim(gk)) if d != axis)
+        cts.append(like(np.reshape(np.sum(gk, axis=others), np.shape(x)), x))
+    return tuple(cts)
+
+
+# ---------------------------------------------------------------- zero gradient
+
+NONDIFFERENTIABLE = (
+    np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
+    np.eye, np.identity, np.tri, np.indices, np.diag_indices, np.tril_indices,
+    np.triu_indices, np.unravel_index, np.ravel_multi_index, np.shape, np.ndim,
+    np.size, np.result_type, np.promote_types, np.can_cast,
+    np.random.seed, np.random.rand, np.random.randn, np.random.random,
+    np.random.random_sample, np.random.uniform, np.random.normal,
+    np.random.standard_normal, np.random.randint, np.random.choice,
+    np.random.permutation, np.random.shuffle, np.random.default_rng,
+    np.random.binomial, np.random.poisson, np.random.exponential, np.random.beta,
+    np.random.gamma, np.random.multivariate_normal,
+)  # fmt: skip
+nondifferentiable(*NONDIFFERENTIABLE)
+
+
+# ---------------------------------------------------------------- methods and attributes
 
 attribute_alias("T", np.transpose)
 attribute_alias("mT", np.matrix_transpose)
@@ -125,5 +431,7 @@ attribute_alias("mT", np.matrix_transpose)
 for _name, _function in [
     ("reshape", np.reshape), ("transpose", np.transpose), ("ravel", np.ravel),
     ("flatten", np.ravel), ("squeeze", np.squeeze), ("swapaxes", np.swapaxes),
+    ("astype", np.astype), ("copy", np.copy), ("trace", np.trace),
+    ("diagonal", np.diagonal), ("repeat", np.repeat),
 ]:  # fmt: skip
     method_alias(_name, _function)

@@ -116,8 +116,27 @@ def test_cross():
     check_rule(np.cross, rand(4, 2), rand(4, 2))
 
 
+def test_array_api_spellings():
+    check_rule(np.linalg.matmul, rand(2, 3, 4), rand(4, 2))
+    check_rule(np.linalg.outer, rand(3), rand(4))
+    check_rule(np.linalg.tensordot, rand(3, 4), rand(4, 5), kwargs={"axes": 1})
+    check_rule(np.linalg.cross, rand(4, 3), rand(4, 3))
+    for fn in (np.vecdot, np.linalg.vecdot):
+        check_rule(fn, rand(3, 4), rand(4))
+        check_rule(fn, rand(3, 4), rand(2, 1, 4))
+        check_rule(fn, rand(3, 4), rand(3, 1), kwargs={"axis": 0})
+    if hasattr(np, "matvec"):
+        check_rule(np.matvec, rand(3, 4), rand(4))
+        check_rule(np.matvec, rand(2, 3, 4), rand(5, 1, 4))
+        check_rule(np.vecmat, rand(3), rand(3, 4))
+        check_rule(np.vecmat, rand(2, 1, 3), rand(5, 3, 4))
+
+
 def test_every_rule_is_tested(family_coverage):
     tested = {np.matmul, np.dot, np.inner, np.outer, np.vdot, np.kron, np.tensordot,
-              np.einsum, np.cross}  # fmt: skip
+              np.einsum, np.cross, np.linalg.matmul, np.linalg.outer, np.linalg.cross,
+              np.linalg.tensordot, np.vecdot, np.linalg.vecdot}  # fmt: skip
+    if hasattr(np, "matvec"):
+        tested |= {np.matvec, np.vecmat}
     family_coverage("contractions", tested)
     assert contractions.einsum_grads is not None

@@ -194,6 +194,52 @@ def test_logsumexp_is_stable():
     assert np.allclose(g, [0.5, 0.5, 0.0])
 
 
+NORMS = [
+    ((5,), {}), ((5,), {"ord": 1}), ((5,), {"ord": np.inf}), ((5,), {"ord": -np.inf}),
+    ((5,), {"ord": 3}), ((5,), {"ord": 0.5}), ((2, 3, 4), {}), ((3, 4), {"ord": "fro"}),
+    ((3, 4), {"ord": "nuc"}), ((3, 4), {"ord": 2}), ((3, 4), {"ord": -2}),
+    ((3, 4), {"ord": 1}), ((3, 4), {"ord": -1}), ((3, 4), {"ord": np.inf}),
+    ((3, 4), {"ord": -np.inf}), ((3, 4), {"axis": 1}), ((3, 4), {"axis": 0, "ord": 1}),
+    ((2, 3, 4), {"axis": -1, "keepdims": True}), ((2, 3, 4), {"axis": (2, 0)}),
+    ((2, 3, 4), {"axis": (0, 2), "ord": "nuc", "keepdims": True}),
+    ((2, 3, 4), {"axis": (1, 2), "ord": np.inf}), ((3, 4), {"keepdims": True}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape,kwargs", NORMS, ids=str)
+def test_norm(shape, kwargs):
+    check_rule(np.linalg.norm, distinct(*shape), kwargs=kwargs)
+
+
+def test_norm_ties_zero_and_float32():
+    x = np.array([3.0, -3.0, 1.0])
+    (g,) = red.d_norm(np.float64(1.0), np.linalg.norm(x, np.inf), x, np.inf)
+    assert np.array_equal(g, [0.5, -0.5, 0.0])
+    (g,) = red.d_norm(np.float64(1.0), 0.0, np.zeros(3))
+    assert np.array_equal(g, np.zeros(3))
+    check_rule(np.linalg.norm, distinct(3, 4).astype(np.float32), kwargs={"axis": 1})
+    with pytest.raises(NotImplementedError):
+        red.d_norm(1.0, 1.0, np.ones((2, 2)), 3)
+
+
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [((5,), {}), ((2, 3), {}), ((2, 3), {"axis": 1, "ord": 1}),
+     ((2, 3, 4), {"axis": (0, 2), "ord": np.inf, "keepdims": True}), ((4,), {"ord": 3})],
+    ids=str,
+)  # fmt: skip
+def test_vector_norm(shape, kwargs):
+    check_rule(np.linalg.vector_norm, distinct(*shape), kwargs=kwargs)
+
+
+@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf])
+def test_matrix_norm(ord):
+    check_rule(np.linalg.matrix_norm, distinct(2, 3, 4), kwargs={"ord": ord})
+    check_rule(
+        np.linalg.matrix_norm, distinct(3, 3), kwargs={"ord": ord, "keepdims": True}
+    )
+
+
 NONDIFF_ARGS = {
     np.searchsorted: (np.array([1.0, 2.0, 3.0]), np.array([1.5, 2.5])),
     np.digitize: (np.array([0.3, 1.7]), np.array([0.0, 1.0, 2.0])),
@@ -210,6 +256,7 @@ def test_zero_gradient_functions(fn):
 
 def test_every_rule_is_tested(family_coverage):
     tested = set(AXIS_FUNCS) | {np.cumsum, np.cumprod, np.diff, np.sort, np.average}
+    tested |= {np.linalg.norm, np.linalg.vector_norm, np.linalg.matrix_norm}
     tested |= set(red.NONDIFFERENTIABLE)
     if hasattr(np, "cumulative_sum"):
         tested |= {np.cumulative_sum, np.cumulative_prod}

@@ -1,0 +1,180 @@
+"""Adjoint rules for ``numpy.linalg`` (all batched over leading axes).
+
+Triangles read: ``cholesky`` reads only the lower triangle of its input (the
+upper one with ``upper=True``), and ``eigh``/``eigvalsh`` read the triangle
+named by ``UPLO`` (lower by default).  Their cotangents are therefore
+triangular: the entry below the diagonal carries the gradient of both
+symmetric positions, and the unread triangle gets zero, exactly matching what
+finite differences of the NumPy function see.
+
+Singular or degenerate inputs: ``det`` uses the inverse (its rule fails for a
+singular matrix); ``eigh`` eigenvector cotangents divide by eigenvalue gaps and
+are infinite for repeated eigenvalues (eigenvalue cotangents are always fine).
+``svd`` has a rule for singular values only (``compute_uv=False``, ``svdvals``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.reductions import like
+from s2sad.runtime.registry import adjoint
+from s2sad.runtime.support import unbroadcast
+
+# ---------------------------------------------------------------- helpers
+
+
+def _mT(a: Any) -> Any:
+    """Matrix transpose of the last two axes."""
+    return np.swapaxes(a, -1, -2)
+
+
+def _sym(a: Any) -> Any:
+    return 0.5 * (a + _mT(a))
+
+
+def _read_triangle(sym: Any, lower: bool) -> Any:
+    """Cotangent of a function of a symmetric matrix that reads one triangle.
+
+    The off-diagonal entry that is read stands for both symmetric positions,
+    so it gets twice the symmetric gradient; the unread triangle gets zero.
+    """
+    diag = np.eye(sym.shape[-1], dtype=bool)
+    tri = np.tril(sym, -1) if lower else np.triu(sym, 1)
+    return 2.0 * tri + np.where(diag, sym, 0)
+
+
+def _diag_embed(v: Any) -> Any:
+    """Batched diagonal matrices from vectors (last axis)."""
+    return v[..., :, None] * np.eye(v.shape[-1], dtype=v.dtype)
+
+
+# ---------------------------------------------------------------- inverse and determinants
+
+
+@adjoint(np.linalg.inv)
+def d_inv(g, ans, a):
+    return (-_mT(ans) @ g @ _mT(ans),)
+
+
+@adjoint(np.linalg.det)
+def d_det(g, ans, a):
+    """g * det(a) * inv(a).T (a must be invertible)."""
+    return (like(np.asarray(g * ans)[..., None, None] * _mT(np.linalg.inv(a)), a),)
+
+
+@adjoint(np.linalg.slogdet)
+def d_slogdet(g, ans, a):
+    """Only log|det| has a gradient, inv(a).T; the sign is piecewise constant."""
+    if g[1] is None:
+        return (None,)
+    return (like(np.asarray(g[1])[..., None, None] * _mT(np.linalg.inv(a)), a),)
+
+
+@adjoint(np.linalg.solve)
+def d_solve(g, ans, a, b):
+    """b_bar = solve(a.T, g) and a_bar = -b_bar x.T, batched and broadcast."""
+    if np.ndim(b) == 1:
+        gb = np.linalg.solve(_mT(a), np.asarray(g)[..., None])[..., 0]
+        ga = -gb[..., :, None] * ans[..., None, :]
+    else:
+        gb = np.linalg.solve(_mT(a), g)
+        ga = -gb @ _mT(ans)
+    return (unbroadcast(ga, a), unbroadcast(gb, b))
+
+
+@adjoint(np.linalg.matrix_power)
+def d_matrix_power(g, ans, a, n):
+    """sum over k of (a.T)^k g (a.T)^(n-1-k); negative n goes through the inverse."""
+    if n < 0:
+        inv = np.linalg.inv(a)
+        g_inv = d_matrix_power(g, ans, inv, -n)[0]
+        return (-_mT(inv) @ g_inv @ _mT(inv), None)
+    powers = [np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)]
+    for _ in range(n - 1):
+        powers.append(powers[-1] @ a)
+    ct = sum(_mT(powers[k]) @ g @ _mT(powers[n - 1 - k]) for k in range(n))
+    return (like(np.zeros_like(a) + ct, a), None)
+
+
+@adjoint(np.linalg.multi_dot)
+def d_multi_dot(g, ans, arrays, *, out=None):
+    """Each factor gets (product before).T @ g @ (product after).T."""
+    mats = [np.asarray(m) for m in arrays]
+    first_vec, last_vec = mats[0].ndim == 1, mats[-1].ndim == 1
+    mats[0] = mats[0][None, :] if first_vec else mats[0]
+    mats[-1] = mats[-1][:, None] if last_vec else mats[-1]
+    g2 = np.asarray(g).reshape(mats[0].shape[0], mats[-1].shape[1])
+    before = [np.eye(mats[0].shape[0])]
+    for m in mats[:-1]:
+        before.append(before[-1] @ m)
+    after = [np.eye(mats[-1].shape[1])]
+    for m in mats[:0:-1]:
+        after.append(m @ after[-1])
+    after = after[::-1]
+    cts = [before[i].T @ g2 @ after[i].T for i in range(len(mats))]
+    return ([like(np.reshape(c, np.shape(a)), a) for c, a in zip(cts, arrays)],)
+
+
+# ---------------------------------------------------------------- factorizations
+
+
+@adjoint(np.linalg.cholesky)
+def d_cholesky(g, ans, a, *, upper=False):
+    """Murray (2016): L^-T Phi(L^T g) L^-1, symmetrized, on the triangle read."""
+    low, g_low = (_mT(ans), _mT(g)) if upper else (ans, g)
+    phi = np.tril(_mT(low) @ g_low)
+    phi = phi - 0.5 * np.where(np.eye(phi.shape[-1], dtype=bool), phi, 0)
+    left = np.linalg.solve(_mT(low), phi)  # L^-T phi
+    s = _mT(np.linalg.solve(_mT(low), _mT(left)))  # L^-T phi L^-1
+    return (like(_read_triangle(_sym(s), lower=not upper), a),)
+
+
+def _eigh_sym_grad(gw: Any, gv: Any, w: Any, v: Any) -> Any:
+    """Symmetric gradient of eigh: V (diag(gw) + F o V^T gv) V^T, symmetrized."""
+    inner = np.zeros(np.shape(v), dtype=v.dtype)
+    if gw is not None:
+        inner = inner + _diag_embed(np.asarray(gw))
+    if gv is not None:
+        gaps = w[..., None, :] - w[..., :, None]
+        off = ~np.eye(w.shape[-1], dtype=bool)
+        f = np.where(off, 1.0 / np.where(off, gaps, 1.0), 0.0)
+        inner = inner + f * (_mT(v) @ gv)
+    return _sym(v @ inner @ _mT(v))
+
+
+@adjoint(np.linalg.eigh)
+def d_eigh(g, ans, a, UPLO="L"):
+    """Eigenvalue and eigenvector cotangents; reads the UPLO triangle."""
+    w, v = ans
+    sym = _eigh_sym_grad(g[0], g[1], w, v)
+    return (like(_read_triangle(sym, lower=UPLO.upper() == "L"), a),)
+
+
+@adjoint(np.linalg.eigvalsh)
+def d_eigvalsh(g, ans, a, UPLO="L"):
+    w, v = np.linalg.eigh(a, UPLO)
+    sym = _eigh_sym_grad(g, None, w, v)
+    return (like(_read_triangle(sym, lower=UPLO.upper() == "L"), a),)
+
+
+def _singular_value_grad(g: Any, a: Any) -> Any:
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    return like((u * np.asarray(g)[..., None, :]) @ vh, a)
+
+
+@adjoint(np.linalg.svd)
+def d_svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular values only: U diag(g) V^T."""
+    if not compute_uv:
+        return (_singular_value_grad(g, a),)
+    if g[0] is not None or g[2] is not None:
+        raise NotImplementedError("np.linalg.svd: no rule for U and Vh cotangents")
+    return (_singular_value_grad(g[1], a),)
+
+
+@adjoint(np.linalg.svdvals)
+def d_svdvals(g, ans, x):
+    return (_singular_value_grad(g, x),)
