@@ -151,5 +151,27 @@ def coalesce(rows: np.ndarray, values: np.ndarray, shape: tuple) -> RowSparse:
     first[0] = True
     np.not_equal(srt[1:], srt[:-1], out=first[1:])
     starts = np.flatnonzero(first)
-    summed = np.add.reduceat(vals[order], starts, axis=0)
-    return RowSparse(srt[starts], summed, shape)
+    summed = _segment_sums(vals.reshape(flat.size, -1), order, starts)
+    return RowSparse(srt[starts], summed.reshape(starts.size, *shape[1:]), shape)
+
+
+def _segment_sums(
+    vals: np.ndarray, order: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """Sums of the rows ``vals[order]`` over the runs that begin at ``starts``.
+
+    Rows seen once are gathered as they are; only runs of two or more go through
+    ``np.add.reduceat``, whose cost is per run (most runs are single rows when a
+    batch touches many distinct ids), and along contiguous memory (the runs are
+    gathered as columns).
+    """
+    out = vals[order[starts]]
+    counts = np.diff(starts, append=order.size)
+    repeated = counts > 1
+    if repeated.any():
+        run_lengths = counts[repeated]
+        run_starts = np.zeros(run_lengths.size, dtype=np.intp)
+        np.cumsum(run_lengths[:-1], out=run_starts[1:])
+        in_runs = vals.T[:, order[np.repeat(repeated, counts)]]  # (dim, rows in runs)
+        out[repeated] = np.add.reduceat(in_runs, run_starts, axis=1).T
+    return out

@@ -95,3 +95,15 @@ def test_support_helpers_pass_it_through_and_densify_at_the_end():
     final = support.finalize(s, table)
     assert type(final) is np.ndarray and final.dtype == np.float32
     np.testing.assert_array_equal(final, s.to_dense())
+
+
+@pytest.mark.parametrize("high", [3, 50, 10_000])
+def test_coalesce_matches_add_at_on_random_rows(high):
+    rows = RNG.integers(0, high, (7, 9))
+    values = RNG.standard_normal((7, 9, 2, 3))
+    s = coalesce(rows, values, (high, 2, 3))
+    assert np.all(np.diff(s.rows) > 0)
+    np.testing.assert_array_equal(s.rows, np.unique(rows))
+    expected = np.zeros((high, 2, 3))
+    np.add.at(expected, rows, values)
+    np.testing.assert_allclose(s.to_dense(), expected, rtol=1e-13, atol=1e-15)
