@@ -448,6 +448,8 @@ class Normalizer:
 
     def expr_Call(self, e, out, hint):
         info = self.classify(e)
+        if info.kind in ("user", "local"):
+            e = self._bind_arguments(e, info)
         args = [self.atom(a, out) for a in e.args]
         keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords]
         func = e.func
@@ -462,6 +464,37 @@ class Normalizer:
             node.args.insert(0, info.extra["self"])
         anno(node)["call"] = info
         return node
+
+    def _bind_arguments(self, e: ast.Call, info: CallInfo) -> ast.Call:
+        """Rewrite a call to a user function with every argument positional."""
+        if info.kind == "local":
+            params, defaults = _def_params(self.local_functions[info.target].node)
+            params = params[: len(params) - len(self.local_functions[info.target].freevars)]
+        else:
+            params, defaults = _object_params(info.target, e.func)
+        if info.extra.get("self") is not None:
+            params = params[1:]
+        given = {k.arg: k.value for k in e.keywords}
+        unknown = set(given) - set(params)
+        if unknown or len(e.args) > len(params):
+            self.error(e, f"call does not match the signature of '{ast.unparse(e.func)}'",
+                       "check the argument names and count")
+            return e
+        args = list(e.args)
+        for p in params[len(e.args):]:
+            if p in given:
+                args.append(given[p])
+            elif p in defaults and defaults[p] is None:
+                self.error(e, f"the default of parameter '{p}' of '{ast.unparse(e.func)}' is not "
+                           "a literal", f"pass {p}=... explicitly in this call")
+                return e
+            elif p in defaults:
+                args.append(defaults[p])
+            else:
+                self.error(e, f"missing argument '{p}' in call to '{ast.unparse(e.func)}'",
+                           "pass every parameter that has no default")
+                return e
+        return ast.Call(func=e.func, args=args, keywords=[])
 
     def classify(self, e: ast.Call) -> CallInfo:
         func = e.func
@@ -508,6 +541,32 @@ def _has_source(fn: Any) -> bool:
         return inspect.getsourcelines(fn) is not None
     except (OSError, TypeError):
         return False
+
+
+def _def_params(node: ast.FunctionDef) -> tuple[list[str], dict[str, ast.expr]]:
+    params = [a.arg for a in node.args.args]
+    defaults = dict(zip(params[len(params) - len(node.args.defaults):], node.args.defaults))
+    return params, defaults
+
+
+def _object_params(fn: Any, func_expr: ast.expr) -> tuple[list[str], dict[str, ast.expr]]:
+    """Parameter names of a Python function, and its defaults as expressions."""
+    sig = inspect.signature(fn)
+    params, defaults = [], {}
+    for i, p in enumerate(sig.parameters.values()):
+        params.append(p.name)
+        if p.default is not inspect.Parameter.empty:
+            defaults[p.name] = _default_expr(fn, p.name, p.default)
+    return params, defaults
+
+
+def _default_expr(fn: Any, pname: str, value: Any) -> ast.expr | None:
+    """A literal default as a constant; None when it is some other object."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return const(value)
+    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return ast.Tuple(elts=[const(v) for v in value], ctx=ast.Load())
+    return None
 
 
 def _hint(v: ast.expr) -> str:
