@@ -22,3 +22,17 @@ def test_table_lists_every_family_and_method_forms():
 
 def test_entry_point_count():
     assert count_entry_points() >= 150
+
+
+def test_method_aliases_of_the_issue_exist():
+    from s2sad.runtime import registry
+
+    names = (
+        """sum mean max min prod std var cumsum cumprod reshape transpose ravel flatten
+    squeeze swapaxes dot clip astype copy trace diagonal repeat take round argmax argmin
+    argsort any all nonzero item""".split()
+    )
+    missing = [n for n in names if registry.lookup_method(n) is None]
+    assert not missing
+    for n in names:
+        assert registry.lookup(registry.lookup_method(n)) is not None, n

@@ -37,15 +37,16 @@ def _matmul_general(g: Any, x: np.ndarray, y: np.ndarray) -> tuple:
 
 
 @adjoint(np.matmul, np.linalg.matmul)
-def d_matmul(g, ans, x, y, *rest, **kwargs):
+def d_matmul(g, ans, x, y):
+    """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
     x, y = np.asarray(x), np.asarray(y)
-    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == g.dtype:
+    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.result_type(g):
         return (g @ y.T, x.T @ g)
     return _matmul_general(g, x, y)
 
 
 @adjoint(np.dot)
-def d_dot(g, ans, a, b, *rest):
+def d_dot(g, ans, a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return (like(unbroadcast(g * b, a), a), like(unbroadcast(g * a, b), b))

@@ -82,6 +82,12 @@ def from_last(y: np.ndarray, shape: tuple, axes: tuple[int, ...]) -> np.ndarray:
     return np.moveaxis(moved, tuple(range(len(shape) - k, len(shape))), axes)
 
 
+def _no_where(kwargs: dict, name: str) -> None:
+    """Be loud about ``where=`` masks that a rule does not implement."""
+    if "where" in kwargs:
+        raise NotImplementedError(f"{name}(..., where=...) has no rule")
+
+
 def _mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
     """Indicator of ``x == full`` divided by the number of ties along ``axis``."""
     mask = (x == full) & where
@@ -93,23 +99,31 @@ def _mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
 
 @adjoint(np.sum)
 def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    return (
-        like(np.where(kwargs.get("where", True), spread(g, x, axis, keepdims), 0), x),
-    )
+    """g broadcast back over the summed axes (a read-only view; zero off ``where``)."""
+    ct = spread(g, x, axis, keepdims)
+    if "where" in kwargs:
+        ct = np.where(kwargs["where"], ct, 0)
+    return (like(ct, x),)
 
 
 @adjoint(np.mean)
 def d_mean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    if "where" in kwargs:
+        where = np.broadcast_to(kwargs["where"], np.shape(x))
+        n = np.sum(where, axis=axis, keepdims=True)
+        return (like(np.where(where, expand(g, x, axis, keepdims) / n, 0), x),)
     return (like(spread(g / count(x, axis), x, axis, keepdims), x),)
 
 
 @adjoint(np.nansum)
 def d_nansum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _no_where(kwargs, "np.nansum")
     return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
 
 
 @adjoint(np.nanmean)
 def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _no_where(kwargs, "np.nanmean")
     valid = ~np.isnan(x)
     n = np.sum(valid, axis=axis, keepdims=True)
     return (like(np.where(valid, expand(g, x, axis, keepdims) / n, 0), x),)
@@ -187,6 +201,8 @@ def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=N
 
 @adjoint(np.var)
 def d_var(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    """2 (x - mean) / (n - ddof); a given ``mean=`` is the true mean, so it adds nothing."""
+    _no_where(kw, "np.var")
     ddof = kw.get("correction", ddof)
     centered = x - np.mean(x, axis=axis, keepdims=True)
     n = count(x, axis) - ddof
@@ -196,6 +212,7 @@ def d_var(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **
 @adjoint(np.std)
 def d_std(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     """(x - mean) / ((n - ddof) * std); 0 where std is 0."""
+    _no_where(kw, "np.std")
     ddof = kw.get("correction", ddof)
     centered = x - np.mean(x, axis=axis, keepdims=True)
     sd = expand(ans, x, axis, keepdims)

@@ -152,6 +152,14 @@ def test_clip_bounds_and_method_form():
     assert unbroadcast(gmin, -0.5) == 2 and unbroadcast(gmax, 0.5) == 2
 
 
+def test_method_forms():
+    x = ANY((3, 4))
+    check_rule("conj", x)
+    check_rule("conjugate", x)
+    check_nondifferentiable("round", x + 0.05)
+    check_nondifferentiable("round", x, 2)
+
+
 def test_stability_at_extremes():
     big = np.array([1000.0, 1000.0])
     gx, gy = ew.d_logaddexp(np.ones(2), np.logaddexp(big, big), big, big)

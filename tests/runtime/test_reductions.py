@@ -53,6 +53,16 @@ def test_method_forms(name):
     check_rule(name, x, kwargs={"axis": (0, 1), "keepdims": True})
 
 
+@pytest.mark.parametrize(
+    "name", ["argmax", "argmin", "argsort", "any", "all", "nonzero"]
+)
+def test_zero_gradient_method_forms(name):
+    check_nondifferentiable(name, distinct(3, 4))
+    check_nondifferentiable(
+        name, distinct(3, 4), kwargs={} if name == "nonzero" else {"axis": 0}
+    )
+
+
 def test_positional_arguments_like_the_method_form():
     x = distinct(3, 4)
     check_rule(np.sum, x, 0)
@@ -70,9 +80,17 @@ def test_sum_and_mean_of_a_list_give_a_list():
     check_rule(np.max, [1.5, 3.0, -2.0])
 
 
-def test_sum_where():
+def test_where_masks():
     mask = np.array([[True, False, True, True]] * 3)
     check_rule(np.sum, distinct(3, 4), kwargs={"where": mask, "axis": 1})
+    check_rule(np.mean, distinct(3, 4), kwargs={"where": mask, "axis": 1})
+    check_rule(np.mean, distinct(3, 4), kwargs={"where": mask[0]})
+    check_rule(
+        np.max, distinct(3, 4), kwargs={"where": mask, "axis": 1, "initial": -9.0}
+    )
+    for fn in (red.d_var, red.d_std, red.d_nansum, red.d_nanmean):
+        with pytest.raises(NotImplementedError):
+            fn(np.ones(3), np.ones(3), distinct(3, 4), 1, where=mask)
 
 
 def test_max_ties_split_equally():
