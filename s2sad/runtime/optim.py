@@ -22,7 +22,9 @@ Update rules (``t`` counts steps from 1):
 Row-sparse gradients (:class:`~s2sad.runtime.sparse.RowSparse`, from embeddings)
 are never densified: SGD updates only the touched rows; Momentum and Adam do
 exactly the dense update (their state decays on every row, the gradient is added
-on the touched rows), so results equal those for ``grad.to_dense()``.  Sparse
+on the touched rows), so results equal those for ``grad.to_dense()``, at the
+cost of a pass over the whole table; ``Adam(lazy_sparse=True)`` instead updates
+only the touched rows (a different algorithm, PyTorch's ``SparseAdam``).  Sparse
 steps allocate temporaries the size of the touched rows.
 """
 
@@ -127,31 +129,59 @@ class Momentum(_Optimizer):
 
 
 class Adam(_Optimizer):
-    """Adam (Kingma & Ba) with bias correction; see the module docstring for the form."""
+    """Adam (Kingma & Ba) with bias correction; see the module docstring for the form.
+
+    ``lazy_sparse=True`` changes the algorithm for row-sparse gradients to the
+    "lazy" variant (PyTorch's ``SparseAdam``): only touched rows update their
+    moments and parameters, so a step costs the touched rows, not the table.
+    Dense gradients are unaffected.
+    """
 
     def __init__(
-        self, lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
+        self,
+        lr: float = 1e-3,
+        b1: float = 0.9,
+        b2: float = 0.999,
+        eps: float = 1e-8,
+        lazy_sparse: bool = False,
     ) -> None:
         super().__init__(lr)
         self.b1, self.b2, self.eps = float(b1), float(b2), float(eps)
+        self.lazy_sparse = lazy_sparse
 
     def _new_state(self, p: np.ndarray) -> tuple[np.ndarray, ...]:
         return (np.zeros_like(p), np.zeros_like(p), np.empty_like(p))  # m, v, scratch
 
+    def _corrections(self) -> tuple[float, float]:
+        """(step size, eps) of the bias-corrected update, as Python floats (no casts)."""
+        root_c2 = math.sqrt(1.0 - self.b2**self.t)
+        return self.lr * root_c2 / (1.0 - self.b1**self.t), self.eps * root_c2
+
     def _update(
         self, p: np.ndarray, g: Any, m: np.ndarray, v: np.ndarray, scratch: np.ndarray
     ) -> None:
+        if self.lazy_sparse and isinstance(g, RowSparse):
+            return self._update_rows(p, g, m, v)
         m *= self.b1
         _add_grad(m, g, 1.0 - self.b1, scratch)
         v *= self.b2
         _add_grad_squared(v, g, 1.0 - self.b2, scratch)
-        root_c2 = math.sqrt(1.0 - self.b2**self.t)  # a Python float: no casting
-        step_size = self.lr * root_c2 / (1.0 - self.b1**self.t)
+        step_size, eps = self._corrections()
         np.sqrt(v, out=scratch)
-        scratch += self.eps * root_c2
+        scratch += eps
         np.divide(m, scratch, out=scratch)
         scratch *= step_size
         p -= scratch
+
+    def _update_rows(
+        self, p: np.ndarray, g: RowSparse, m: np.ndarray, v: np.ndarray
+    ) -> None:
+        rows, values = g.rows, g.values
+        m_rows = m[rows] * self.b1 + (1.0 - self.b1) * values
+        v_rows = v[rows] * self.b2 + (1.0 - self.b2) * np.square(values)
+        m[rows], v[rows] = m_rows, v_rows
+        step_size, eps = self._corrections()
+        p[rows] -= step_size * m_rows / (np.sqrt(v_rows) + eps)
 
 
 def _add_grad(acc: np.ndarray, g: Any, scale: float, scratch: np.ndarray) -> None:

@@ -176,3 +176,25 @@ def test_initialiser_variance(init, variance):
     assert conv.shape == (8, 50, 3) and conv.dtype == np.float64
     again = init(np.random.default_rng(7), 200, 300)
     np.testing.assert_array_equal(w, again)
+
+
+def test_lazy_sparse_adam_touches_only_gradient_rows():
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((5, 2))
+    lazy_p, dense_p = table.copy(), table.copy()
+    lazy, dense = optim.Adam(0.1, lazy_sparse=True), optim.Adam(0.1)
+    for _ in range(3):  # rows 0 and 3 are touched every step: lazy == dense there
+        g = RowSparse([0, 3], rng.standard_normal((2, 2)), (5, 2))
+        lazy.step([lazy_p], [g])
+        dense.step([dense_p], [g.to_dense()])
+    np.testing.assert_allclose(lazy_p[[0, 3]], dense_p[[0, 3]], rtol=1e-14)
+    np.testing.assert_array_equal(lazy_p[[1, 2, 4]], table[[1, 2, 4]])
+    g = RowSparse([1], np.ones((1, 2)), (5, 2))
+    lazy.step([lazy_p], [g])  # a first visit at step 4: m = 0.1, v = 0.001
+    c1, c2 = 1 - 0.9**4, 1 - 0.999**4
+    expected = table[1] - 0.1 * (0.1 / c1) / (math.sqrt(0.001 / c2) + 1e-8)
+    np.testing.assert_allclose(lazy_p[1], expected, rtol=1e-13)
+    np.testing.assert_array_equal(lazy_p[[2, 4]], table[[2, 4]])
+    before = dense_p.copy()
+    dense.step([dense_p], [np.zeros((5, 2))])  # dense Adam keeps moving on momentum
+    assert not np.any(dense_p[[0, 3]] == before[[0, 3]])
