@@ -3,6 +3,11 @@
     python -m s2sad.docs            # rewrite docs/rules.md
     python -m s2sad.docs --check    # exit 1 if docs/rules.md is stale
 
+Each row shows the function, its method/attribute spellings, the cotangent
+expressions of one-line rules (``g`` is the output cotangent, ``ans`` the
+output) or the name of the rule function, and notes (broadcasting, the first
+line of the rule's docstring).
+
 Rules are grouped by the runtime module that defines them (their *family*).  A
 module lists its zero-gradient functions in a module-level ``NONDIFFERENTIABLE``
 tuple; that is how they find their family here.  Rules registered from outside
@@ -12,10 +17,12 @@ tuple; that is how they find their family here.  Rules registered from outside
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import inspect
 import pkgutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +77,26 @@ def _method_forms() -> dict[Any, list[str]]:
     return forms
 
 
+def _cotangents(rule: registry.Rule) -> str:
+    """The rule's cotangent expressions when its body is one ``return (...)``."""
+    if rule.adjoint is None:
+        return "0"
+    try:
+        fn = ast.parse(textwrap.dedent(inspect.getsource(rule.adjoint))).body[0]
+    except (OSError, TypeError, SyntaxError):
+        return ""
+    body = [s for s in fn.body if not _is_docstring(s)]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return f"`{rule.adjoint.__name__}(...)`"
+    value = body[0].value
+    parts = value.elts if isinstance(value, ast.Tuple) else [value]
+    return "`" + ", ".join(ast.unparse(p) for p in parts).replace("|", "\\|") + "`"
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
 def _notes(rule: registry.Rule) -> str:
     """The notes column: gradient kind, broadcasting, the rule's docstring summary."""
     if rule.adjoint is None:
@@ -77,7 +104,7 @@ def _notes(rule: registry.Rule) -> str:
     parts = ["broadcasts"] if rule.broadcasts else []
     doc = inspect.getdoc(rule.adjoint)
     if doc:
-        parts.append(doc.splitlines()[0].replace("|", "\\|"))
+        parts.append(doc.splitlines()[0].replace("|", "\\|").replace("<", "&lt;"))
     return "; ".join(parts)
 
 
@@ -98,12 +125,14 @@ def render_rules_table() -> str:
         lines += [
             f"## {family}",
             "",
-            "| function | method form | notes |",
-            "|---|---|---|",
+            "| function | method form | cotangents | notes |",
+            "|---|---|---|---|",
         ]
         for rule in rules:
             method = ", ".join(forms.get(registry._key(rule.primal), []))
-            lines.append(f"| `{rule.name}` | {method} | {_notes(rule)} |")
+            cts = _cotangents(rule)
+            shown = rule.name.removeprefix("_")  # _operator.getitem -> operator...
+            lines.append(f"| `{shown}` | {method} | {cts} | {_notes(rule)} |")
         lines.append("")
     return "\n".join(lines)
 

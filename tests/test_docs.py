@@ -16,6 +16,7 @@ def test_table_lists_every_family_and_method_forms():
     for family in ("elementwise", "reductions", "shapes", "contractions", "indexing"):
         assert f"## {family}" in text
     assert "| `numpy.sum` | `x.sum(...)` |" in text
+    assert "| `numpy.tanh` |  | `g * (1.0 - ans * ans)` |" in text
     assert "`x.T`" in text
     assert "zero gradient" in text and "broadcasts" in text
 
