@@ -80,6 +80,26 @@ def _to64(x: Any) -> Any:
     return x
 
 
+def _to32(x: Any) -> Any:
+    """x with float64 arrays and NumPy scalars turned float32 (Python floats kept)."""
+    if isinstance(x, dict):
+        return {k: _to32(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_to32(v) for v in x)
+    if _arraylike(x) and x.dtype == np.float64:
+        return x.astype(np.float32) if isinstance(x, np.ndarray) else np.float32(x)
+    return x
+
+
+def _has_float64(x: Any) -> bool:
+    """True if x holds a float64 array or NumPy float64 scalar."""
+    if isinstance(x, dict):
+        return any(_has_float64(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return any(_has_float64(v) for v in x)
+    return _arraylike(x) and x.dtype == np.float64
+
+
 def _axpy(x: Any, h: float, v: Any) -> Any:
     """x + h * v on structures (v None means zero); keeps x's container types."""
     if v is None:
@@ -212,6 +232,23 @@ def apply_rule(rule: registry.Rule, g: Any, ans: Any, args: Sequence, kwargs: di
     return cts
 
 
+def _check_structure(call, rule, args, kwargs, argnums, rng) -> Any:
+    """Apply the rule once; check cotangent structure, shape, dtype and no mutation.
+
+    Returns the random output cotangent it used (in the output's dtype).
+    """
+    ans = call(*args, **kwargs)
+    u = _random_like(ans, rng)
+    assert u is not None, f"{rule.name}: output holds no floats to differentiate"
+    saved = (copy.deepcopy(args), copy.deepcopy(u))
+    cts = apply_rule(rule, u, ans, args, kwargs)
+    assert _float_leaves_equal(saved[0], args), f"{rule.name}: rule mutated its inputs"
+    assert _float_leaves_equal(saved[1], u), f"{rule.name}: rule mutated its cotangent"
+    for i in argnums:
+        _check_cotangent(cts[i], args[i], f"{rule.name} argument {i}")
+    return u
+
+
 def _default_argnums(args: Sequence) -> tuple[int, ...]:
     return tuple(i for i, a in enumerate(args) if is_float_value(a))
 
@@ -224,12 +261,15 @@ def check_rule(
     rtol: float = 1e-6,
     atol: float = 1e-8,
     seed: int = 0,
+    check_float32: bool = True,
 ) -> None:
     """Check the registered rule of ``primal`` at ``args`` against finite differences.
 
     ``primal`` is a function with a registered rule, or the name of an array
     method (``"reshape"``) whose alias is checked with ``args[0]`` as receiver.
-    ``argnums`` defaults to every argument that holds floats.
+    ``argnums`` defaults to every argument that holds floats.  With
+    ``check_float32`` the structure/dtype check is repeated with every float64
+    array (and NumPy scalar) turned into float32.
     """
     kwargs = dict(kwargs or {})
     call, rule = _resolve(primal)
@@ -239,16 +279,11 @@ def check_rule(
         argnums = (argnums,)
     rng = np.random.default_rng(seed)
 
-    # 1. as given: structure, shape, dtype, no mutation
-    ans = call(*args, **kwargs)
-    u = _random_like(ans, rng)
-    assert u is not None, f"{rule.name}: output holds no floats to differentiate"
-    saved = (copy.deepcopy(args), copy.deepcopy(u))
-    cts = apply_rule(rule, u, ans, args, kwargs)
-    assert _float_leaves_equal(saved[0], args), f"{rule.name}: rule mutated its inputs"
-    assert _float_leaves_equal(saved[1], u), f"{rule.name}: rule mutated its cotangent"
-    for i in argnums:
-        _check_cotangent(cts[i], args[i], f"{rule.name} argument {i}")
+    # 1. as given, and in float32: structure, shape, dtype, no mutation
+    u = _check_structure(call, rule, args, kwargs, argnums, rng)
+    args32 = [_to32(a) for a in args]
+    if check_float32 and _has_float64(args):
+        _check_structure(call, rule, args32, kwargs, argnums, rng)
 
     # 2. values, in float64
     args64 = [_to64(a) for a in args]
