@@ -43,17 +43,17 @@ from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.sparse import RowSparse, coalesce
 
 __all__ = [
+    "binary_cross_entropy_with_logits",
     "conv1d",
-    "maxpool1d",
-    "embedding",
     "dense",
+    "embedding",
+    "log_softmax",
+    "maxpool1d",
+    "one_hot",
     "relu",
     "sigmoid",
     "softmax",
-    "log_softmax",
     "softmax_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "one_hot",
 ]
 
 
@@ -80,7 +80,7 @@ def _positions(x: np.ndarray) -> np.ndarray:
 
 
 def _taps(w: np.ndarray) -> np.ndarray:
-    """``w`` (F, C, K) as the ``(K * F, C)`` matrix whose row (k, f) is tap k of filter f."""
+    """``w`` (F, C, K) as the ``(K * F, C)`` matrix; row (k, f) is tap k of filter f."""
     return w.transpose(2, 0, 1).reshape(-1, w.shape[1])
 
 
@@ -122,8 +122,9 @@ def conv1d_backward(
     The x cotangent is returned channels-last in memory (a transposed view),
     which is what a transposed embedding output wants back.
     """
+    x, w = np.asarray(x), np.asarray(w)
     (batch, chans, length), (filters, _, width) = x.shape, w.shape
-    shifted = _shifted_grads(g, width)
+    shifted = _shifted_grads(np.asarray(g), width)
     gx = (shifted.T @ _taps(w)).reshape(batch, length, chans).transpose(0, 2, 1)
     gw = (shifted @ _positions(x)).reshape(width, filters, chans).transpose(1, 2, 0)
     gb = None if b is None else g.sum(axis=(0, 2))
@@ -203,7 +204,7 @@ def d_maxpool1d(g, ans, x, k):
 
 
 def embedding(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Rows of ``table`` picked by the int array ``ids``: shape ``ids.shape + (dim,)``."""
+    """Rows of ``table`` picked by int array ``ids``: shape ``ids.shape + (dim,)``."""
     return np.take(table, ids, axis=0)
 
 
@@ -218,7 +219,7 @@ def d_embedding(g, ans, table, ids):
 
 
 def one_hot(labels: np.ndarray, classes: int, dtype: type = np.float32) -> np.ndarray:
-    """``labels.shape + (classes,)`` array with a 1 at each label (not differentiable)."""
+    """``labels.shape + (classes,)`` array, 1 at each label (not differentiable)."""
     labels = np.asarray(labels)
     return (labels[..., None] == np.arange(classes)).astype(dtype)
 

@@ -31,7 +31,8 @@ steps allocate temporaries the size of the touched rows.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -39,13 +40,13 @@ from s2sad.runtime.sparse import RowSparse
 
 __all__ = [
     "SGD",
-    "Momentum",
     "Adam",
-    "leaves",
-    "xavier_uniform",
-    "xavier_normal",
-    "he_uniform",
+    "Momentum",
     "he_normal",
+    "he_uniform",
+    "leaves",
+    "xavier_normal",
+    "xavier_uniform",
 ]
 
 
@@ -153,7 +154,7 @@ class Adam(_Optimizer):
         return (np.zeros_like(p), np.zeros_like(p), np.empty_like(p))  # m, v, scratch
 
     def _corrections(self) -> tuple[float, float]:
-        """(step size, eps) of the bias-corrected update, as Python floats (no casts)."""
+        """(step size, eps) of the bias-corrected update, as Python floats."""
         root_c2 = math.sqrt(1.0 - self.b2**self.t)
         return self.lr * root_c2 / (1.0 - self.b1**self.t), self.eps * root_c2
 
@@ -247,7 +248,7 @@ def xavier_uniform(
     shape: tuple | None = None,
     dtype: Any = np.float32,
 ) -> np.ndarray:
-    """Glorot uniform: U(-a, a), ``a = sqrt(6 / (fan_in + fan_out))``, variance 2/(in+out)."""
+    """Glorot uniform: U(-a, a), ``a = sqrt(6 / (fan_in + fan_out))``."""
     limit = np.sqrt(6.0 / (fan_in + fan_out))
     return _uniform(rng, limit, shape or (fan_in, fan_out), dtype)
 

@@ -4,7 +4,7 @@ The rule of ``nn.embedding(table, ids)`` touches ``len(unique(ids))`` rows of a
 table that may have a hundred thousand.  Scattering that gradient densely would
 cost a full table of zeros per step, so the rule returns a :class:`RowSparse`:
 
-    RowSparse(rows, values, shape)   # rows: sorted unique int64, values[i] is row rows[i]
+    RowSparse(rows, values, shape)  # rows sorted and unique; values[i] is row rows[i]
 
 It behaves like the dense array it stands for wherever cotangents flow:
 
@@ -30,7 +30,7 @@ __all__ = ["RowSparse", "coalesce"]
 class RowSparse:
     """A dense array of ``shape`` that is zero except at ``rows`` (axis 0)."""
 
-    __slots__ = ("rows", "values", "shape")
+    __slots__ = ("rows", "shape", "values")
 
     def __init__(self, rows: np.ndarray, values: np.ndarray, shape: tuple) -> None:
         self.rows = np.asarray(rows, dtype=np.intp)
@@ -109,7 +109,7 @@ class RowSparse:
         return (-self) + other
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Any:
-        """``ndarray + RowSparse`` lands here: keep the cheap paths, densify the rest."""
+        """``ndarray + RowSparse`` lands here: cheap paths kept, the rest densified."""
         if method == "__call__" and not kw and len(inputs) == 2:
             a, b = inputs
             if ufunc is np.add:

@@ -1,4 +1,4 @@
-"""Kernels and rules of s2sad.runtime.nn, checked against loops and finite differences."""
+"""Kernels and rules of s2sad.runtime.nn against loops and finite differences."""
 
 from __future__ import annotations
 
