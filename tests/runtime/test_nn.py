@@ -324,3 +324,29 @@ def test_one_hot_and_registry():
     for name in nn.__all__:
         if name != "one_hot":
             assert lookup(getattr(nn, name)).differentiable, name
+
+
+def _check_rule_cases():
+    r = np.random.default_rng(5)
+    return [
+        (nn.conv1d, (r.standard_normal((2, 3, 7)), r.standard_normal((4, 3, 3))), {}),
+        (nn.maxpool1d, (r.standard_normal((2, 3, 10)), 3), {}),
+        (nn.embedding, (r.standard_normal((6, 3)), np.array([[1, 1], [5, 0]])), {}),
+        (nn.dense, (r.standard_normal((5, 4)), r.standard_normal((4, 3))), {}),
+        (nn.softmax, (r.standard_normal((3, 4)),), {"axis": 0}),
+        (nn.log_softmax, (r.standard_normal((3, 4)),), {}),
+        (
+            nn.softmax_cross_entropy,
+            (r.standard_normal((5, 4)), r.integers(0, 4, 5)),
+            {},
+        ),
+        (nn.binary_cross_entropy_with_logits, (r.standard_normal(5), r.random(5)), {}),
+    ]
+
+
+@pytest.mark.parametrize("kernel,args,kwargs", _check_rule_cases())
+def test_rules_pass_check_rule(kernel, args, kwargs):
+    """The shared checker (FD values, float32 structure and dtypes, no mutation)."""
+    from s2sad.testing import check_rule
+
+    check_rule(kernel, *args, kwargs=kwargs)
