@@ -249,6 +249,11 @@ NOTES = [
     "the process CPU affinity limited to that many cores (XLA's CPU runtime "
     "ignores its thread flags).",
     "`NumPy fwd only` is the loss alone, the floor any gradient method pays.",
+    "Memory: on the VM these numbers were taken on, a first touch of a fresh page "
+    "costs ~4 us, and glibc returns freed blocks of 128 KB and more to the kernel, "
+    "so code that allocates new temporaries every call pays page faults every "
+    "call. `--malloc-keep` reruns with glibc keeping freed memory, to separate "
+    "that cost from compute.",
 ]
 
 
