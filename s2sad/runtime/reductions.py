@@ -20,7 +20,7 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -254,8 +254,8 @@ def d_cumprod(g, ans, x, axis=None, dtype=None, out=None):
     if axis is None:
         flat = _cumprod_last(np.asarray(g), np.asarray(ans), x.ravel())
         return (like(flat.reshape(x.shape), x),)
-    move = lambda a: np.moveaxis(np.asarray(a), axis, -1)  # noqa: E731
-    ct = _cumprod_last(move(g), move(ans), move(x))
+    gm, am, xm = (np.moveaxis(np.asarray(v), axis, -1) for v in (g, ans, x))
+    ct = _cumprod_last(gm, am, xm)
     return (like(np.moveaxis(ct, -1, axis), x),)
 
 

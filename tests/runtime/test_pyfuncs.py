@@ -119,3 +119,21 @@ def test_every_rule_is_tested(family_coverage):
     tested |= {builtins.sum, math.fsum, builtins.sorted, builtins.list, builtins.tuple,
                math.prod, math.dist, builtins.divmod}  # fmt: skip
     family_coverage("pyfuncs", tested | set(pyfuncs.NONDIFFERENTIABLE))
+
+
+# The finite-difference helpers of s2sad.testing, on plain Python functions.
+
+
+def test_numerical_grad_of_floats_arrays_and_containers():
+    from s2sad.testing import numerical_grad
+
+    def f(x, params):
+        return math.sin(x) * np.sum(params["w"] ** 2) + params["b"][1] ** 3
+
+    params = {"w": np.array([1.0, -2.0]), "b": [0.5, 1.5]}
+    gx, gp = numerical_grad(f, (0.3, params), (0, 1))
+    assert np.isclose(gx, math.cos(0.3) * 5.0)
+    assert np.allclose(gp["w"], 2 * math.sin(0.3) * params["w"])
+    assert np.isclose(gp["b"][0], 0.0) and np.isclose(gp["b"][1], 3 * 1.5**2)
+    g32 = numerical_grad(lambda v: np.sum(v**2), (np.ones(3, np.float32),), 0)
+    assert g32.dtype == np.float64 and np.allclose(g32, 2.0)

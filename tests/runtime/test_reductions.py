@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from s2sad.runtime import reductions as red
-from s2sad.runtime.registry import lookup
 from s2sad.testing import check_nondifferentiable, check_rule
 
 RNG = np.random.default_rng(7)
