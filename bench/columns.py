@@ -183,15 +183,20 @@ class JaxEager(Column):
     def prepare(self, problem, args):
         jax = self.jax
         vg = jax.value_and_grad(rebind(problem.loss, self.jnp), argnums=problem.argnums)
+        checked = jax.jit(vg) if self.jit else vg  # verify what is timed
 
         def check():
-            value, grads = vg(*self._device(args))
+            value, grads = checked(*self._device(args))
             return float(value), [np.asarray(g) for g in grads]
 
         fn = vg if problem.kind == "grad" else self._step_fn(vg, problem)
         if self.jit:  # the SGD step donates its parameters: XLA may update in place
             donate = problem.argnums if problem.kind == "sgd" else ()
-            fn = jax.jit(fn, donate_argnums=donate)
+            fn = (
+                checked
+                if problem.kind == "grad"
+                else jax.jit(fn, donate_argnums=donate)
+            )
         state = self._device(args)
 
         def run():
