@@ -155,23 +155,35 @@ def coalesce(rows: np.ndarray, values: np.ndarray, shape: tuple) -> RowSparse:
     return RowSparse(srt[starts], summed.reshape(starts.size, *shape[1:]), shape)
 
 
+_LEVELS = 4  # occurrences 2.._LEVELS of each row are added level by level
+
+
 def _segment_sums(
     vals: np.ndarray, order: np.ndarray, starts: np.ndarray
 ) -> np.ndarray:
     """Sums of the rows ``vals[order]`` over the runs that begin at ``starts``.
 
-    Rows seen once are gathered as they are; only runs of two or more go through
-    ``np.add.reduceat``, whose cost is per run (most runs are single rows when a
-    batch touches many distinct ids), and along contiguous memory (the runs are
-    gathered as columns).
+    The r-th occurrences of all rows (r < ``_LEVELS``) are added with one
+    fancy-indexed ``+=`` per r, exact because each touches distinct rows; only
+    the tails of longer runs go through ``np.add.reduceat``, whose cost is per
+    run.  Rows repeat a few times in a typical batch, a few words very often,
+    and this is fast for both.  The summation order is fixed: deterministic.
     """
+    n = order.size
+    counts = np.diff(starts, append=n)
+    run = np.repeat(np.arange(starts.size), counts)  # run of each sorted position
+    rank = np.arange(n) - starts[run]  # occurrence number within its run
     out = vals[order[starts]]
-    counts = np.diff(starts, append=order.size)
-    repeated = counts > 1
-    if repeated.any():
-        run_lengths = counts[repeated]
-        run_starts = np.zeros(run_lengths.size, dtype=np.intp)
-        np.cumsum(run_lengths[:-1], out=run_starts[1:])
-        in_runs = vals.T[:, order[np.repeat(repeated, counts)]]  # (dim, rows in runs)
-        out[repeated] = np.add.reduceat(in_runs, run_starts, axis=1).T
+    for r in range(1, _LEVELS):
+        at = np.flatnonzero(rank == r)
+        if at.size == 0:
+            return out
+        out[run[at]] += vals[order[at]]
+    long = counts > _LEVELS
+    if long.any():
+        tail_lengths = counts[long] - _LEVELS
+        tail_starts = np.zeros(tail_lengths.size, dtype=np.intp)
+        np.cumsum(tail_lengths[:-1], out=tail_starts[1:])
+        tails = vals.T[:, order[rank >= _LEVELS]]  # (dim, rows in tails), contiguous
+        out[long] += np.add.reduceat(tails, tail_starts, axis=1).T
     return out
