@@ -67,6 +67,8 @@ class RowSparse:
         return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a RowSparse becomes a dense array only by copying")
         dense = self.to_dense()
         return dense if dtype is None else dense.astype(dtype, copy=False)
 

@@ -23,6 +23,9 @@ def test_to_dense_and_attributes():
     )
     assert (s.shape, s.ndim, s.size, s.dtype) == ((5, 2), 2, 10, np.float64)
     np.testing.assert_array_equal(np.asarray(s), s.to_dense())
+    assert np.asarray(s, dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError):
+        np.array(s, copy=False)
     assert "2 of 5 rows" in repr(s)
     with pytest.raises(ValueError):
         RowSparse([1, 2], np.zeros((3, 2)), (5, 2))
