@@ -76,7 +76,8 @@ def markdown(result: dict) -> str:
         f"{meta['machine']}; {meta['threads']} thread(s); malloc: "
         f"{meta.get('malloc', 'glibc default')};",
         f"median of {meta['repeat']} interleaved repetitions; "
-        f"full run took {meta['wall_s']:.0f} s.",
+        f"full run took {meta['wall_s']:.0f} s; load average at the end "
+        f"{meta.get('load_average_at_end', '?')} (other jobs share the machine).",
         "Versions: " + "; ".join(meta["versions"]) + ".",
         "",
         "## Median time per call (ratio to hand-written NumPy)",

@@ -287,6 +287,7 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
             dict.fromkeys(v for v in (c.versions() for c in columns) if v)
         ),
         "wall_s": time.perf_counter() - start,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     return result
 
