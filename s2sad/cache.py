@@ -5,7 +5,16 @@ A module is stored as ``<module>.<function>-<key>.py`` under ``$S2SAD_CACHE_DIR`
 on: the function's source and its callees' sources, argnums, options, the types
 of non-array arguments, the s2sad version and the rule registry's fingerprint.
 The first line of each file holds the SHA-256 of the rest; a file whose content
-does not match is regenerated, never executed.  Writes are atomic.
+does not match is regenerated, never executed.  Writes are atomic (a temporary
+file in the same directory, flushed, then renamed over the target), so processes
+compiling the same function at once each leave a complete file and readers see
+either the old file or the new one.
+
+Because cached files are executed, the directory must be private: one that
+other users can write to (or that another user owns) is refused with
+:class:`UnsafeCacheDirError`, and a file that is not the current user's own, or
+that others could modify, is treated as damaged.  ``s2sad cache info`` and
+``s2sad cache clear`` (:func:`info`, :func:`clear`) inspect and empty it.
 """
 
 from __future__ import annotations
@@ -17,20 +26,77 @@ import importlib.util
 import inspect
 import json
 import os
+import re
+import stat
 import sys
 import tempfile
 import types
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from s2sad.errors import S2SADError
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG, VERSION
 
+#: names of cached modules (``<module>.<function>-<16 hex>.py``) and of leftover temporaries
+ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.py$")
+TEMPORARY = re.compile(r"^\.tmp-.*\.py$")
+
+
+class UnsafeCacheDirError(S2SADError, PermissionError):
+    """The cache directory could be written by another user, so its files are not trusted."""
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "s2sad"
+
 
 def cache_dir() -> Path:
-    path = Path(os.environ.get("S2SAD_CACHE_DIR") or Path.home() / ".cache" / "s2sad")
-    path.mkdir(parents=True, exist_ok=True)
+    """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad), created private if missing, checked if not."""
+    env = os.environ.get("S2SAD_CACHE_DIR")
+    path = Path(env).expanduser() if env else default_cache_dir()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_private(path, ours=not env)
     return path
+
+
+def check_private(path: Path, ours: bool = False) -> None:
+    """Refuse a directory that another user owns or that group/others may write to.
+
+    ``ours`` marks the default directory: s2sad (or its dataset cache) created
+    it, possibly under a permissive umask, so write access is taken away from
+    group and others instead of refusing.
+    """
+    st = path.stat()
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeCacheDirError(f"s2sad cache {path} is not a directory")
+    if not hasattr(os, "getuid"):  # Windows: no POSIX owners or mode bits to check
+        return
+    if st.st_uid != os.getuid():
+        raise UnsafeCacheDirError(
+            f"refusing to use the s2sad cache {path}: it belongs to another user (uid "
+            f"{st.st_uid}), who could put code in it that s2sad would run. Set "
+            "S2SAD_CACHE_DIR to a directory of your own."
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if ours:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
+            return
+        raise UnsafeCacheDirError(
+            f"refusing to use the s2sad cache {path}: other users can write to it "
+            f"(mode {stat.S_IMODE(st.st_mode):o}) and s2sad runs the files it finds "
+            f"there. Run 'chmod go-w {path}' or set S2SAD_CACHE_DIR to a private "
+            "directory."
+        )
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """A cached file only the current user could have written."""
+    if not hasattr(os, "getuid"):
+        return True
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
@@ -55,7 +121,11 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
             obj = obj.__func__
         if isinstance(obj, types.FunctionType) and not _library(obj):
             out += callee_sources(obj, seen)
-        elif obj is not None and not isinstance(obj, (types.ModuleType, type)) and not _library(type(obj)):
+        elif (
+            obj is not None
+            and not isinstance(obj, (types.ModuleType, type))
+            and not _library(type(obj))
+        ):
             cls = type(obj)
             if cls.__module__ not in ("builtins",) and hasattr(cls, "__dict__"):
                 for attr in sorted(vars(cls)):
@@ -90,8 +160,17 @@ def compiler_fingerprint() -> str:
 
 def key_for(fn: Any, argnums: tuple, options_key: str, type_sig: str) -> str:
     h = hashlib.sha256()
-    for part in (VERSION, compiler_fingerprint(), registry.fingerprint(), fn.__module__ or "", fn.__qualname__,
-                 repr(argnums), options_key, type_sig, *callee_sources(fn)):
+    for part in (
+        VERSION,
+        compiler_fingerprint(),
+        registry.fingerprint(),
+        fn.__module__ or "",
+        fn.__qualname__,
+        repr(argnums),
+        options_key,
+        type_sig,
+        *callee_sources(fn),
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
@@ -112,22 +191,33 @@ def seal(source: str) -> str:
 def read_verified(path: Path) -> str | None:
     """The file's source without its hash line, or None when missing or damaged."""
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            if not _trusted(os.fstat(f.fileno())):
+                return None
+            text = f.read().decode()
     except (OSError, UnicodeDecodeError):
         return None
     first, _, rest = text.partition("\n")
     if not first.startswith(CONTENT_TAG):
         return None
-    if hashlib.sha256(rest.encode()).hexdigest() != first[len(CONTENT_TAG):].strip():
+    if hashlib.sha256(rest.encode()).hexdigest() != first[len(CONTENT_TAG) :].strip():
         return None
     return rest
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that no reader ever sees a partial file.
+
+    The temporary file (mode 0600, same directory) is flushed to disk before it
+    is renamed over ``path``; concurrent writers of the same path each rename a
+    complete file, and the last one wins.
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -139,7 +229,7 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
     """Objects for the names the module expects s2sad to bind, or None if any is lost."""
     for line in source.splitlines()[:8]:
         if line.startswith(BINDINGS_TAG):
-            table = json.loads(line[len(BINDINGS_TAG):])
+            table = json.loads(line[len(BINDINGS_TAG) :])
             break
     else:
         return {}
@@ -170,18 +260,27 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
     return out
 
 
-def import_source(source: str, path: Path, bindings: dict[str, Any]) -> types.ModuleType:
+def import_source(
+    source: str, path: Path, bindings: dict[str, Any]
+) -> types.ModuleType:
     name = f"s2sad_generated_{path.stem.replace('.', '_').replace('-', '_')}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module.__dict__.update(bindings)
-    code = compile(seal(source), str(path), "exec")  # with the hash line: lines match the file
-    exec(code, module.__dict__)
+    # compiled with the hash line so that line numbers match the file
+    code = compile(seal(source), str(path), "exec")
+    # runs the verified text itself, never re-read from disk
+    exec(code, module.__dict__)  # noqa: S102
     return module
 
 
-def load(fn: Any, argnums: tuple, options, type_sig: str,
-         compile_source: Callable[[], tuple[str, dict]]):
+def load(
+    fn: Any,
+    argnums: tuple,
+    options,
+    type_sig: str,
+    compile_source: Callable[[], tuple[str, dict]],
+):
     """(module, path, source) for ``fn``'s gradient: from the cache or freshly compiled."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
     source = read_verified(path)
@@ -192,3 +291,53 @@ def load(fn: Any, argnums: tuple, options, type_sig: str,
     source, bindings = compile_source()
     write_atomic(path, seal(source))
     return import_source(source, path, bindings), path, source
+
+
+@dataclass
+class CacheInfo:
+    """What ``s2sad cache info`` reports."""
+
+    directory: Path
+    modules: int
+    bytes: int
+    damaged: int
+    temporaries: int
+
+
+def _entries(directory: Path) -> list[Path]:
+    """The cache's own files (modules and leftover temporaries), never anything else."""
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and (ENTRY.match(p.name) or TEMPORARY.match(p.name))
+    )
+
+
+def info() -> CacheInfo:
+    directory = cache_dir()
+    modules = damaged = temporaries = size = 0
+    for path in _entries(directory):
+        size += path.stat().st_size
+        if TEMPORARY.match(path.name):
+            temporaries += 1
+        else:
+            modules += 1
+            damaged += read_verified(path) is None
+    return CacheInfo(directory, modules, size, damaged, temporaries)
+
+
+def clear() -> int:
+    """Delete the cached modules (and leftover temporaries); returns how many files went.
+
+    Only files named like cache entries are removed, so a cache directory shared
+    with other files (the default one also holds the datasets in ``data/``)
+    keeps them.
+    """
+    removed = 0
+    for path in _entries(cache_dir()):
+        try:
+            path.unlink()
+            removed += 1
+        except FileNotFoundError:  # another process removed or replaced it first
+            pass
+    return removed
