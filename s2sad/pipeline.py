@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.transforms import activity, desugar, emit, normalize, optimize, parse, validate
+from s2sad.transforms import activity, aliasing, desugar, emit, normalize, optimize, parse, validate
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name, stores
 from s2sad.transforms.reverse import FunctionReverser, NONE, SET
 
-PASSES = ("parse", "validate", "desugar", "normalize", "activity", "reverse", "optimize", "emit")
+PASSES = ("parse", "validate", "desugar", "normalize", "activity", "aliasing", "reverse",
+          "optimize", "emit")
 
 #: how many times the full pipeline ran in this process (tests count cache hits with it)
 RUN_COUNT = 0
@@ -227,6 +228,7 @@ def _compile(module: ModuleBuilder, parsed: parse.ParsedFunction, wrt: list[str]
     node, norm = normalize.run(parsed, namer)
     _bind_statics(module, node, norm, parsed)
     act = activity.run(node, wrt, parsed.source)
+    aliasing.run(node, act, parsed.source)
     fc = FunctionCompiler(module, parsed, namer, norm.nonsimple, norm.locals)
     fc.module_locals = {**getattr(parsed, "local_functions", {}), **norm.local_functions}
     rv = FunctionReverser(fc, act)

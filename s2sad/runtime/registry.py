@@ -58,6 +58,7 @@ def display_name(fn: Any) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if isinstance(fn, type(len)) and mod == "builtins":
         return name
+    mod = mod.lstrip("_")  # _operator -> operator
     if mod.startswith("numpy"):
         mod = "numpy" if not mod.startswith("numpy.linalg") else "numpy.linalg"
     return f"{mod}.{name}" if mod else name
@@ -122,6 +123,11 @@ def all_rules() -> list[Rule]:
 def all_methods() -> dict[str, Any]:
     _ensure_loaded()
     return dict(sorted(_METHODS.items()))
+
+
+def all_attributes() -> dict[str, Any]:
+    _ensure_loaded()
+    return dict(sorted(_ATTRIBUTES.items()))
 
 
 def fingerprint() -> str:

@@ -30,7 +30,7 @@ from s2sad.transforms import control
 from s2sad.transforms.activity import Activity, _is_append
 from s2sad.transforms.astutil import anno, assign, call, const, name
 from s2sad.transforms.normalize import CallInfo
-from s2sad.transforms.rules import instantiate
+from s2sad.transforms.rules import definite_positions, instantiate
 
 BINOPS = {
     ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
@@ -65,24 +65,41 @@ class FunctionReverser:
         return self.fc.module.helper(fn_name)
 
     # ------------------------------------------------------------------ accumulation
-    def accumulate(self, x: str, contribution: ast.expr, out: list[ast.stmt]) -> None:
+    def accumulate(self, x: str, contribution: ast.expr, out: list[ast.stmt],
+                   definite: bool = True) -> None:
+        """``g_x += contribution``; ``definite=False`` when it may be None at run time."""
         gx = self.g(x)
-        if self.state.get(gx, NONE) == NONE:
+        before = self.state.get(gx, NONE)
+        if before == NONE:
             out.append(assign(gx, contribution))
+            self.state[gx] = SET if definite else MAYBE
         else:
             out.append(assign(gx, call(self.helper("accumulate"), name(gx), contribution)))
-        if self.state.get(gx, NONE) == NONE:
-            self.state[gx] = SET
+            if before == MAYBE and definite:
+                self.state[gx] = SET
 
-    def guarded(self, x: str, body: list[ast.stmt]) -> list[ast.stmt]:
-        """Wrap ``body`` in ``if g_x is not None`` when g_x may be None here."""
+    def guarded(self, x: str, body: list[ast.stmt], before: dict[str, str]) -> list[ast.stmt]:
+        """Wrap ``body`` in ``if g_x is not None`` when g_x may be None here.
+
+        ``before`` is the cotangent state before ``body`` was generated: what the
+        body assigns is only maybe-set after a guard, and must exist on both paths.
+        """
         if not body:
             return []
-        st = self.state.get(self.g(x), NONE)
-        if st == SET:
+        if before.get(self.g(x), NONE) == SET:
             return body
+        pre = []
+        assigned = {t.id for st in body for n in ast.walk(st) if isinstance(n, (ast.Assign,))
+                    for t in n.targets for t in ([t] if isinstance(t, ast.Name) else
+                                                 getattr(t, "elts", []))
+                    if isinstance(t, ast.Name)}
+        for g in sorted(assigned & set(self.gnames.values())):
+            if before.get(g, NONE) == NONE:
+                pre.append(assign(g, const(None)))
+            if before.get(g, NONE) != SET:
+                self.state[g] = MAYBE
         test = ast.Compare(left=name(self.g(x)), ops=[ast.IsNot()], comparators=[const(None)])
-        return [ast.If(test=test, body=body, orelse=[])]
+        return pre + [ast.If(test=test, body=body, orelse=[])]
 
     # ------------------------------------------------------------------ statements
     def forward_and_backward(self, stmts: list[ast.stmt], in_loop: bool):
@@ -146,8 +163,9 @@ class FunctionReverser:
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []
             if active:
+                before = dict(self.state)
                 body = call_rev() if call_rev else self.contributions(x, s.value)
-                out.extend(self.guarded(x, body))
+                out.extend(self.guarded(x, body, before))
                 if x in self.fc.reassigned:
                     out.append(assign(self.g(x), const(None)))
                     self.state[self.g(x)] = NONE
@@ -177,13 +195,14 @@ class FunctionReverser:
         elif isinstance(v, (ast.Tuple, ast.List)):
             for i, e in enumerate(v.elts):
                 if self.needs(e):
-                    self.accumulate(e.id, ast.Subscript(value=gx, slice=const(i), ctx=ast.Load()), out)
+                    self.accumulate(e.id, ast.Subscript(value=gx, slice=const(i), ctx=ast.Load()),
+                                    out, definite=False)
         elif isinstance(v, ast.Dict):
             for k, e in zip(v.keys, v.values):
                 if self.needs(e):
                     get = ast.Call(func=ast.Attribute(value=gx, attr="get", ctx=ast.Load()),
                                    args=[k], keywords=[])
-                    self.accumulate(e.id, get, out)
+                    self.accumulate(e.id, get, out, definite=False)
         elif isinstance(v, ast.Call):
             info: CallInfo = anno(v)["call"]
             kwargs = {k.arg: k.value for k in v.keywords}
@@ -205,6 +224,7 @@ class FunctionReverser:
             return
         gx, ans = name(self.g(x)), name(x)
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        definite = set(range(len(args)))
         if exprs is not None:
             np_alias = None
             for e in exprs:
@@ -215,13 +235,14 @@ class FunctionReverser:
                         anno(n)["bound"] = True
         if exprs is None:
             exprs = self.called_rule(rule, gx, ans, args, kwargs, wanted, out)
+            definite = definite_positions(rule.adjoint)
         for i in wanted:
             e = exprs[i] if i < len(exprs) else None
             if e is None:
                 continue
             if rule.broadcasts:
                 e = call(self.helper("unbroadcast"), e, args[i])
-            self.accumulate(args[i].id, e, out)
+            self.accumulate(args[i].id, e, out, definite=i in definite)
 
     def called_rule(self, rule, gx, ans, args, kwargs, wanted, out) -> list[ast.expr | None]:
         """Call a rule that cannot be inlined; return expressions for its cotangents."""
@@ -280,7 +301,7 @@ class FunctionReverser:
             out.append(ast.Assign(targets=[target], value=bcall, type_comment=None))
             for a, c in zip(v.args, cts):
                 if c != "_":
-                    self.accumulate(a.id, name(c), out)
+                    self.accumulate(a.id, name(c), out, definite=False)
             return out
         return None, backward
 
@@ -295,13 +316,15 @@ class FunctionReverser:
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []
             if self.needs(y):
+                before = dict(self.state)
                 body: list[ast.stmt] = []
                 gy = name(self.g(y))
                 if self.needs(v):
                     item = call(self.helper("item_of"), gy, idx)
-                    self.accumulate(v.id, call(self.helper("unbroadcast"), item, v), body)
+                    self.accumulate(v.id, call(self.helper("unbroadcast"), item, v), body,
+                                    definite=False)
                 body.append(assign(self.g(y), call(self.helper("without_item"), gy, idx)))
-                out.extend(self.guarded(y, body))
+                out.extend(self.guarded(y, body, before))
             out.append(ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old())))
             return out
         return fwd, backward
@@ -313,18 +336,19 @@ class FunctionReverser:
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []
             if self.needs(lst):
+                before = dict(self.state)
                 gl = self.g(lst)
                 if self.needs(v):
                     ct = self.fc.namer.fresh("ct_" + v.id.lstrip("_"))
                     target = ast.Tuple(elts=[name(gl, store=True), name(ct, store=True)], ctx=ast.Store())
                     body = [ast.Assign(targets=[target], value=call(self.helper("split_last"), name(gl)),
                                        type_comment=None)]
-                    self.accumulate(v.id, name(ct), body)
+                    self.accumulate(v.id, name(ct), body, definite=False)
                 else:
                     body = [ast.Assign(targets=[ast.Tuple(elts=[name(gl, store=True), name("_", store=True)],
                                                           ctx=ast.Store())],
                                        value=call(self.helper("split_last"), name(gl)), type_comment=None)]
-                out.extend(self.guarded(lst, body))
+                out.extend(self.guarded(lst, body, before))
             pop = ast.Call(func=ast.Attribute(value=name(lst), attr="pop", ctx=ast.Load()), args=[], keywords=[])
             out.append(ast.Expr(value=pop))
             return out

@@ -110,3 +110,37 @@ def instantiate(rule_fn, g: ast.expr, ans: ast.expr, args: list[ast.expr],
         else:
             out.append(_Substitute(mapping).visit(copy.deepcopy(expr)))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def definite_positions(rule_fn) -> frozenset[int]:
+    """Positions of the rule's result that are never ``None`` at run time.
+
+    Conservative reading of the source: every ``return`` must be a tuple literal,
+    and position ``i`` must contain no ``None`` constant (nor be a name that is
+    ever assigned something containing ``None``).
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(rule_fn)))
+    except (OSError, TypeError, SyntaxError):
+        return frozenset()
+    fn = tree.body[0]
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r.value, ast.Tuple) for r in returns):
+        return frozenset()
+    maybe_none_names = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        if isinstance(t, ast.Name) and n.value is not None and _has_none(n.value)}
+    width = min(len(r.value.elts) for r in returns)
+    out = set()
+    for i in range(width):
+        elts = [r.value.elts[i] for r in returns]
+        if any(_has_none(e) or (isinstance(e, ast.Name) and e.id in maybe_none_names)
+               for e in elts):
+            continue
+        out.add(i)
+    return frozenset(out)
+
+
+def _has_none(e: ast.expr) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value is None for n in ast.walk(e))

@@ -235,3 +235,8 @@ def min_max_scalars(a, b):
 def float_builtin(x):
     s = float(np.sum(x * x))
     return s * 3
+
+
+@case(vec(3))
+def max_routes_to_constant(x):
+    return max(float(x[1]), 5.0) + max(float(x[0]) * 0.0 + 10.0, float(x[2]))

@@ -1,0 +1,172 @@
+"""Aliasing: reject reads of a view after its base array was changed in place.
+
+Gradients flow through names, so when ``z`` shares memory with ``y`` and ``y``
+is modified in place, the change reaches ``z``'s later readers without a name
+connecting them, and the gradient would silently miss that path::
+
+    y = np.zeros(3)
+    z = y[0:2]          # a view of y
+    y[0] = x[0]         # also changes z          ->  AliasingError at the read of z
+    return np.sum(z * x[:2])                         hint: z = y[0:2].copy()
+
+The check is flow-sensitive (a view re-created before it is read is fine, as in
+``for t: h = H[t]; ...; H[t + 1] = ...``) and runs only for bases that carry
+gradient.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from s2sad.errors import AliasingError
+from s2sad.transforms.activity import Activity, _is_append
+from s2sad.transforms.astutil import anno
+
+VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "diagonal",
+                "T"}
+VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes",
+                  "moveaxis", "asarray", "broadcast_to", "atleast_1d", "atleast_2d",
+                  "atleast_3d", "diagonal", "flip", "rot90"}
+
+
+class _State:
+    def __init__(self):
+        # y -> names that see an in-place change of y's memory
+        self.observers: dict[str, set[str]] = {}
+        self.stale: dict[str, int] = {}  # name -> line of the change it missed
+
+    def copy(self) -> "_State":
+        s = _State()
+        s.observers = {k: set(v) for k, v in self.observers.items()}
+        s.stale = dict(self.stale)
+        return s
+
+    def merge(self, other: "_State") -> None:
+        for k, v in other.observers.items():
+            self.observers.setdefault(k, set()).update(v)
+        self.stale.update(other.stale)
+
+    def observe(self, watcher: str, watched: str) -> None:
+        """``watcher`` sees in-place changes of ``watched`` (and of what it sees)."""
+        if watcher == watched:
+            return
+        self.observers.setdefault(watched, set()).add(watcher)
+        for upstream, obs in list(self.observers.items()):
+            if watched in obs and upstream != watcher:
+                obs.add(watcher)
+
+
+def run(node: ast.FunctionDef, act: Activity, source) -> None:
+    checker = _Checker(act, source, _containers(node))
+    checker.block(node.body, _State())
+    if checker.problems:
+        raise AliasingError(checker.problems)
+
+
+def _containers(node: ast.FunctionDef) -> set[str]:
+    """Names that hold lists, tuples or dicts (literals, or appended to)."""
+    out = set()
+    for s in ast.walk(node):
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and isinstance(
+                s.value, (ast.List, ast.Tuple, ast.Dict)):
+            out.add(s.targets[0].id)
+        if isinstance(s, ast.Expr) and _is_append(s):
+            out.add(s.value.func.value.id)
+    return out
+
+
+class _Checker:
+    def __init__(self, act: Activity, source, containers: set[str]):
+        self.act = act
+        self.source = source
+        self.containers = containers
+        self.problems = []
+        self.reported: set[tuple] = set()
+
+    def block(self, stmts, state: _State) -> _State:
+        for s in stmts:
+            state = self.stmt(s, state)
+        return state
+
+    def stmt(self, s: ast.stmt, state: _State) -> _State:
+        if isinstance(s, ast.If):
+            self.reads(s.test, state)
+            a = self.block(s.body, state.copy())
+            b = self.block(s.orelse, state.copy())
+            a.merge(b)
+            return a
+        if isinstance(s, (ast.For, ast.While)):
+            once = self.block(s.body, state.copy())
+            twice = self.block(s.body, once.copy())
+            twice.merge(state)
+            return twice
+        self.reads(s, state)
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            self.define(s.targets[0].id, s.value, state)
+        elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
+            base = s.targets[0].value.id
+            self.mutate(base, s, state)
+            if isinstance(s.value, ast.Name) and base in self.containers:
+                state.observe(base, s.value.id)
+        elif _is_append(s):
+            lst = s.value.func.value.id
+            self.mutate(lst, s, state)
+            if isinstance(s.value.args[0], ast.Name):
+                state.observe(lst, s.value.args[0].id)
+        return state
+
+    def reads(self, s: ast.AST, state: _State) -> None:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.stale:
+                key = (n.id, state.stale[n.id])
+                if key not in self.reported:
+                    self.reported.add(key)
+                    self.problems.append(self.source.problem(
+                        n, f"'{n.id}' shares memory with an array that was modified in place "
+                        f"at line {state.stale[n.id]}, so its gradient would be wrong",
+                        f"take a copy where '{n.id}' is created (e.g. '.copy()'), or modify "
+                        "a copy of the array"))
+
+    def define(self, z: str, value: ast.expr, state: _State) -> None:
+        state.stale.pop(z, None)
+        for obs in state.observers.values():
+            obs.discard(z)
+        state.observers.pop(z, None)
+        if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
+            elts = value.values if isinstance(value, ast.Dict) else value.elts
+            for e in elts:
+                if isinstance(e, ast.Name):
+                    state.observe(z, e.id)  # the container sees changes of its elements
+            return
+        for base in _view_sources(value):
+            if base in self.containers and not isinstance(value, ast.Name):
+                state.observe(base, z)  # an element taken out of a container
+            else:
+                state.observe(z, base)
+                state.observe(base, z)
+
+    def mutate(self, y: str, s: ast.stmt, state: _State) -> None:
+        if y not in self.act.active:
+            return
+        for other in state.observers.get(y, set()):
+            if other != y:
+                state.stale[other] = s.lineno
+
+
+def _view_sources(value: ast.expr) -> list[str]:
+    """Names whose memory ``value`` may share (views, plain copies of references)."""
+    if isinstance(value, ast.Name):
+        return [value.id]
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+        return [value.value.id]
+    if isinstance(value, ast.Attribute) and value.attr == "T" and isinstance(value.value, ast.Name):
+        return [value.value.id]
+    if isinstance(value, ast.Call):
+        info = anno(value).get("call")
+        kind = getattr(info, "kind", "")
+        if kind == "method" and value.func.attr in VIEW_METHODS:
+            return [value.func.value.id] if isinstance(value.func.value, ast.Name) else []
+        fname = getattr(getattr(info, "target", None), "__name__", "")
+        if kind in ("user", "local") or (kind == "rule" and fname in VIEW_FUNCTIONS):
+            return [a.id for a in value.args if isinstance(a, ast.Name)]
+    return []
