@@ -13,8 +13,9 @@ differentiate and what one timed call means: ``"grad"`` is one value-and-grad,
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -72,12 +72,16 @@ def markdown(result: dict) -> str:
     out = [
         "# s2sad benchmarks",
         "",
-        f"Run {meta['date']} at commit {meta.get('commit', '?')} on "
-        f"{meta['machine']}; {meta['threads']} thread(s); malloc: "
-        f"{meta.get('malloc', 'glibc default')};",
-        f"median of {meta['repeat']} interleaved repetitions; "
-        f"full run took {meta['wall_s']:.0f} s; load average at the end "
-        f"{meta.get('load_average_at_end', '?')} (other jobs share the machine).",
+        (
+            f"Run {meta['date']} at commit {meta.get('commit', '?')} on "
+            f"{meta['machine']}; {meta['threads']} thread(s); malloc: "
+            f"{meta.get('malloc', 'glibc default')};"
+        ),
+        (
+            f"median of {meta['repeat']} interleaved repetitions; "
+            f"full run took {meta['wall_s']:.0f} s; load average at the end "
+            f"{meta.get('load_average_at_end', '?')} (other jobs share the machine)."
+        ),
         "Versions: " + "; ".join(meta["versions"]) + ".",
         "",
         "## Median time per call (ratio to hand-written NumPy)",

@@ -29,8 +29,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBLEM_NAMES = "sincos loop logsumexp logreg mlp2 mlp_big rnn_mnist cnn_imdb".split()
-COLUMN_NAMES = "numpy_fwd handwritten s2sad autograd jax_eager jax_jit torch".split()
+PROBLEM_NAMES = [
+    "sincos",
+    "loop",
+    "logsumexp",
+    "logreg",
+    "mlp2",
+    "mlp_big",
+    "rnn_mnist",
+    "cnn_imdb",
+]
+COLUMN_NAMES = [
+    "numpy_fwd",
+    "handwritten",
+    "s2sad",
+    "autograd",
+    "jax_eager",
+    "jax_jit",
+    "torch",
+]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -123,6 +140,7 @@ def s2sad_compile_times(name: str, threads: int) -> dict:
                 capture_output=True,
                 text=True,
                 timeout=600,
+                check=False,
             )
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -222,8 +240,13 @@ def machine() -> str:
 def git_commit() -> str:
     """Short hash of the checked-out commit (+ "-dirty" if files differ)."""
     try:
-        run = lambda *a: subprocess.run(  # noqa: E731
-            ["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=30
+        run = lambda *a: subprocess.run(
+            ["git", *a],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         ).stdout.strip()
         dirty = run("status", "--porcelain", "--untracked-files=no")
         return run("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
@@ -232,28 +255,40 @@ def git_commit() -> str:
 
 
 NOTES = [
-    "autograd and JAX run the very same NumPy source as the other columns, with "
-    "the global `np` rebound to `autograd.numpy` / `jax.numpy`; JAX runs with "
-    "`jax_enable_x64` so float64 problems stay float64 (float32 ones stay float32).",
-    "PyTorch is written as a PyTorch user would (`F.cross_entropy`, "
-    "`F.binary_cross_entropy_with_logits`, `torch.logsumexp`, `F.conv1d`, "
-    "`F.max_pool1d`, `F.embedding`), CPU, eager, `torch.autograd.grad`; the SGD "
-    "step uses `torch.optim.SGD`.",
-    "JAX jit times exclude compilation (first call reported separately); the jitted "
-    "SGD step returns new parameters and donates the old ones (`donate_argnums`).",
-    "Before timing, each column's value and gradients are compared with the "
-    "hand-written ones (norm-wise relative error <= 1e-7 in float64, 1e-4 in "
-    "float32); the hand-written ones are checked against finite differences by "
-    "`python bench/run.py --check`.",
-    "Threads: OMP/MKL/OPENBLAS_NUM_THREADS, torch.set_num_threads, XLA flags, and "
-    "the process CPU affinity limited to that many cores (XLA's CPU runtime "
-    "ignores its thread flags).",
+    (
+        "autograd and JAX run the very same NumPy source as the other columns, with "
+        "the global `np` rebound to `autograd.numpy` / `jax.numpy`; JAX runs with "
+        "`jax_enable_x64` so float64 problems stay float64 (float32 ones stay float32)."
+    ),
+    (
+        "PyTorch is written as a PyTorch user would (`F.cross_entropy`, "
+        "`F.binary_cross_entropy_with_logits`, `torch.logsumexp`, `F.conv1d`, "
+        "`F.max_pool1d`, `F.embedding`), CPU, eager, `torch.autograd.grad`; the SGD "
+        "step uses `torch.optim.SGD`."
+    ),
+    (
+        "JAX jit times exclude compilation (first call reported separately); the jitted "
+        "SGD step returns new parameters and donates the old ones (`donate_argnums`)."
+    ),
+    (
+        "Before timing, each column's value and gradients are compared with the "
+        "hand-written ones (norm-wise relative error <= 1e-7 in float64, 1e-4 in "
+        "float32); the hand-written ones are checked against finite differences by "
+        "`python bench/run.py --check`."
+    ),
+    (
+        "Threads: OMP/MKL/OPENBLAS_NUM_THREADS, torch.set_num_threads, XLA flags, and "
+        "the process CPU affinity limited to that many cores (XLA's CPU runtime "
+        "ignores its thread flags)."
+    ),
     "`NumPy fwd only` is the loss alone, the floor any gradient method pays.",
-    "Memory: on the VM these numbers were taken on, a first touch of a fresh page "
-    "costs ~4 us, and glibc returns freed blocks of 128 KB and more to the kernel, "
-    "so code that allocates new temporaries every call pays page faults every "
-    "call. `--malloc-keep` reruns with glibc keeping freed memory, to separate "
-    "that cost from compute.",
+    (
+        "Memory: on the VM these numbers were taken on, a first touch of a fresh page "
+        "costs ~4 us, and glibc returns freed blocks of 128 KB and more to the kernel, "
+        "so code that allocates new temporaries every call pays page faults every "
+        "call. `--malloc-keep` reruns with glibc keeping freed memory, to separate "
+        "that cost from compute."
+    ),
 ]
 
 

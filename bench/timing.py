@@ -13,7 +13,7 @@ import gc
 import math
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

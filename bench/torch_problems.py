@@ -13,8 +13,8 @@ Imported only by the runner, after the thread settings are applied.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch

@@ -225,14 +225,17 @@ def run(opts: argparse.Namespace) -> dict:
 
 
 def summary(result: dict) -> str:
+    after = result["mean_epoch_after_first_s"]
     lines = [
-        f"{result['model']} ({result['framework']}, {result['threads']} thread(s)), "
-        f"{result['n_train']} train / {result['n_test']} test, batch {result['batch']}",
-        f"first epoch {result['first_epoch_s']:.2f} s, mean {result['mean_epoch_s']:.2f} s"
-        + (
-            f", mean after first {result['mean_epoch_after_first_s']:.2f} s"
-            if result["mean_epoch_after_first_s"] is not None
-            else ""
+        (
+            f"{result['model']} ({result['framework']}, {result['threads']} "
+            f"thread(s)), {result['n_train']} train / {result['n_test']} test, "
+            f"batch {result['batch']}"
+        ),
+        (
+            f"first epoch {result['first_epoch_s']:.2f} s, "
+            f"mean {result['mean_epoch_s']:.2f} s"
+            + (f", mean after first {after:.2f} s" if after is not None else "")
         ),
         f"final test accuracy {result['final_test_accuracy']:.4f}",
     ]
