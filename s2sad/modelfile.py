@@ -278,7 +278,8 @@ def compile_all(targets: list[Target]) -> list[str]:
         try:
             sources.append(emit(t))
         except UserError as exc:
-            failures.append(str(exc))
+            failures.append(exc)
     if failures:
-        raise UserError("\n\n".join(failures))
+        first = failures[0]  # chained, so that --debug shows the compiler's traceback
+        raise UserError("\n\n".join(map(str, failures))) from first.__cause__ or first
     return sources
