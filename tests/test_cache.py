@@ -1,0 +1,231 @@
+"""The on-disk cache: hits, damaged and untrusted files, private directories, atomic
+writes, concurrent processes, and the helpers behind ``s2sad cache info|clear``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import cache, pipeline
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cube(x):
+    return np.sum(x * x * x)
+
+
+def shifted(x):
+    return np.sum(np.sin(x + 1.0))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "cache"
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(path))
+    return path
+
+
+def compile_cube() -> tuple[s2sad.api.GradientFunction, int]:
+    """A fresh gradient of ``cube`` (so nothing is remembered in memory), called once;
+    returns it and how many times the pipeline ran for it."""
+    before = pipeline.RUN_COUNT
+    dcube = s2sad.grad(cube)
+    np.testing.assert_array_equal(dcube(np.array([1.0, -2.0])), [3.0, 12.0])
+    return dcube, pipeline.RUN_COUNT - before
+
+
+def test_env_dir_is_used_and_created_private(cache_dir):
+    dcube, runs = compile_cube()
+    assert runs == 1
+    assert Path(dcube.path).parent == cache_dir
+    assert Path(dcube.path).name.startswith("test_cache.cube-")
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_hit_skips_the_pipeline(cache_dir):
+    first, _ = compile_cube()
+    second, runs = compile_cube()
+    assert runs == 0
+    assert second.path == first.path and second.source == first.source
+
+
+def test_damaged_file_is_regenerated_and_never_run(cache_dir, tmp_path):
+    first, _ = compile_cube()
+    path = Path(first.path)
+    good = path.read_text()
+    marker = tmp_path / "ran"
+    head, _, body = good.partition("\n")
+    path.write_text(f"{head}\nopen({str(marker)!r}, 'w').close()\n{body}")
+    _, runs = compile_cube()
+    assert runs == 1 and not marker.exists()
+    assert path.read_text() == good
+    path.write_text(
+        good[: len(good) // 2]
+    )  # truncated, as by a crash without atomic writes
+    _, runs = compile_cube()
+    assert runs == 1 and path.read_text() == good
+
+
+def test_file_others_could_write_is_not_trusted(cache_dir):
+    first, _ = compile_cube()
+    path = Path(first.path)
+    tampered = cache.seal(first.source + "\nraise SystemExit('tampered')\n")
+    path.write_text(tampered)  # a correct hash line does not make it trusted ...
+    path.chmod(0o600)
+    assert cache.read_verified(path) is not None
+    path.chmod(0o666)  # ... only who can write it does
+    assert cache.read_verified(path) is None
+    _, runs = compile_cube()
+    assert runs == 1 and cache.read_verified(path) == first.source
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
+def test_directory_writable_by_others_is_refused(cache_dir, mode):
+    cache_dir.mkdir()
+    cache_dir.chmod(mode)
+    with pytest.raises(cache.UnsafeCacheDirError, match=f"chmod go-w {cache_dir}"):
+        s2sad.grad(cube)(np.ones(2))
+    assert list(cache_dir.iterdir()) == []
+
+
+def test_directory_of_another_user_is_refused(cache_dir, monkeypatch):
+    cache_dir.mkdir(mode=0o700)
+    uid = cache_dir.stat().st_uid
+    monkeypatch.setattr(os, "getuid", lambda: uid + 1)
+    with pytest.raises(cache.UnsafeCacheDirError, match="belongs to another user"):
+        cache.cache_dir()
+
+
+def test_default_directory_is_made_private_not_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv("S2SAD_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default = tmp_path / ".cache" / "s2sad"
+    default.mkdir(parents=True)
+    default.chmod(0o775)  # as a permissive umask leaves it (e.g. the datasets made it)
+    assert cache.cache_dir() == default
+    assert default.stat().st_mode & 0o777 == 0o755
+
+
+def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    target = tmp_path / "m.py"
+    target.write_text("old")
+
+    def crash(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        cache.write_atomic(target, "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+    assert target.read_text() == "old"
+
+
+WORKER = """\
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import s2sad
+from concurrent_model import loss
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.005)
+g = s2sad.grad(loss)(np.array([0.5, -1.5, 2.0]))
+print(" ".join(repr(float(v)) for v in g))
+"""
+
+CONCURRENT_MODEL = """\
+import numpy as np
+
+
+def loss(x):
+    h = np.tanh(x * 2.0)
+    for _ in range(3):
+        h = np.sin(h) + x
+    return np.sum(h * h)
+"""
+
+
+def test_processes_compiling_the_same_function_at_once(cache_dir, tmp_path):
+    (tmp_path / "concurrent_model.py").write_text(CONCURRENT_MODEL)
+    go = tmp_path / "go"
+    env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(tmp_path), str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    time.sleep(0.5)  # let them all import and wait at the barrier
+    go.touch()
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
+    x = np.array([0.5, -1.5, 2.0])
+    want = central_differences(x)
+    for out, _ in outputs:
+        np.testing.assert_allclose([float(v) for v in out.split()], want, rtol=1e-6)
+    entries = sorted(p.name for p in cache_dir.iterdir())
+    assert len(entries) == 1 and entries[0].startswith("concurrent_model.loss-")
+    assert cache.read_verified(cache_dir / entries[0]) is not None
+
+
+def central_differences(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    def loss(x):
+        h = np.tanh(x * 2.0)
+        for _ in range(3):
+            h = np.sin(h) + x
+        return np.sum(h * h)
+
+    basis = np.eye(len(x))
+    return np.array(
+        [(loss(x + eps * e) - loss(x - eps * e)) / (2 * eps) for e in basis]
+    )
+
+
+def test_info_and_clear_touch_only_cache_entries(cache_dir):
+    compile_cube()
+    s2sad.grad(shifted)(np.ones(3))
+    (cache_dir / ".tmp-abc123.py").write_text("partial")  # left by a killed process
+    damaged = cache_dir / "somemodule.f-0123456789abcdef.py"
+    damaged.write_text("# not sealed\n")
+    (cache_dir / "README.txt").write_text("not ours")
+    (cache_dir / "data").mkdir()
+    (cache_dir / "data" / "mnist-v1.npz").write_bytes(b"digits")
+    report = cache.info()
+    assert report.directory == cache_dir
+    assert (report.modules, report.damaged, report.temporaries) == (3, 1, 1)
+    assert report.bytes == sum(
+        p.stat().st_size for p in cache_dir.iterdir() if p.name.endswith(".py")
+    )
+    assert cache.clear() == 4
+    assert sorted(p.name for p in cache_dir.iterdir()) == ["README.txt", "data"]
+    assert (cache_dir / "data" / "mnist-v1.npz").exists()
+    assert cache.info().modules == 0
+
+
+def test_read_verified_of_a_missing_file(tmp_path):
+    assert cache.read_verified(tmp_path / "nope.py") is None
+
+
+def test_seal_round_trip(tmp_path):
+    path = tmp_path / "m.py"
+    source = textwrap.dedent("""\
+        # Generated by s2sad
+        import numpy as np
+        """)
+    cache.write_atomic(path, cache.seal(source))
+    assert cache.read_verified(path) == source
+    assert path.stat().st_mode & 0o777 == 0o600
