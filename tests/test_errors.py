@@ -1,0 +1,122 @@
+"""Every refusal names file:line:col, shows the line and says what to do."""
+
+import os
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import errors
+from tests.fixtures import bad_code as bad
+
+FILE = bad.__file__
+
+
+def line_of(fn, text):
+    """The file line number of the first line of ``fn`` containing ``text``."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return first + i
+    raise AssertionError(f"{text!r} not in {fn.__name__}")
+
+
+def compile_error(fn, *args, argnums=0):
+    with pytest.raises(errors.S2SADError) as info:
+        s2sad.grad(fn, argnums=argnums)(*args)
+    return info.value
+
+
+def test_try_is_refused_with_location():
+    err = compile_error(bad.uses_try, np.ones(3))
+    assert isinstance(err, errors.UnsupportedSyntaxError)
+    assert err.filename == FILE
+    assert err.line == line_of(bad.uses_try, "try:")
+    assert err.col == 5
+    text = str(err)
+    assert f"{os.path.basename(FILE)}" in text and "'try' statement" in text
+    assert "try:" in text and "^" in text and "hint:" in text
+
+
+def test_all_problems_reported_at_once():
+    err = compile_error(bad.many_problems, np.ones(3))
+    constructs = [p.message for p in err.problems]
+    assert len(err.problems) == 3, constructs
+    assert any("global" in m for m in constructs)
+    assert any("with" in m for m in constructs)
+    assert any("list comprehension" in m for m in constructs)
+    assert [p.line for p in err.problems] == sorted(p.line for p in err.problems)
+    assert str(err).startswith("3 problems found")
+
+
+@pytest.mark.parametrize("fn, needle, construct", [
+    (bad.uses_yield, "yield x", "generator"),
+    (bad.uses_eval, "eval(\"x\")", "eval()"),
+    (bad.star_args, "def star_args", "'*args' parameter"),
+    (bad.star_call, "np.add(*parts)", "star-argument"),
+    (bad.attribute_assign, "x.scale", "assignment to an attribute"),
+    (bad.nonlocal_write, "nonlocal total", "'nonlocal' statement"),
+])
+def test_unsupported_constructs(fn, needle, construct):
+    err = compile_error(fn, np.ones(3))
+    assert isinstance(err, errors.UnsupportedSyntaxError)
+    assert any(construct in p.message for p in err.problems), str(err)
+    assert any(p.line == line_of(fn, needle) for p in err.problems), str(err)
+    assert all(p.hint for p in err.problems)
+
+
+def test_missing_rule_names_function_and_shows_how_to_register():
+    err = compile_error(bad.unknown_function, np.ones(4))
+    assert isinstance(err, errors.MissingRuleError)
+    assert err.line == line_of(bad.unknown_function, "np.fft.fft")
+    text = str(err)
+    assert "numpy" in text and "fft" in text
+    assert "@s2sad.adjoint(" in text and "nondifferentiable" in text
+
+
+def test_callable_object_without_source_or_rule():
+    err = compile_error(bad.opaque_callee, np.ones(3))
+    assert isinstance(err, errors.MissingRuleError)
+    assert err.line == line_of(bad.opaque_callee, "_opaque(x)")
+
+
+def test_mutating_an_argument_is_refused():
+    err = compile_error(bad.mutates_argument, np.ones(3))
+    assert "in-place change of the argument 'x'" in str(err)
+    assert "x.copy()" in str(err)
+
+
+def test_view_read_after_in_place_change():
+    err = compile_error(bad.view_after_mutation, np.ones(3))
+    assert isinstance(err, errors.AliasingError)
+    assert err.line == line_of(bad.view_after_mutation, "return np.sum(z")
+    assert "'z'" in str(err) and ".copy()" in str(err)
+
+
+def test_differentiated_value_as_keyword_argument():
+    err = compile_error(bad.keyword_active, np.ones(3), 0.5, argnums=1)
+    assert "keyword argument 'a_min'" in str(err)
+    assert "positional" in str(err)
+
+
+def test_gradient_of_int_argument_is_an_error():
+    with pytest.raises(errors.NonDifferentiableArgumentError, match="argument 'n'.*int"):
+        s2sad.grad(bad.scalar_ok, argnums=1)(np.ones(3), 3)
+    with pytest.raises(TypeError):  # also a TypeError for users who catch that
+        s2sad.grad(bad.scalar_ok, argnums=1)(np.ones(3), True)
+
+
+def test_gradient_of_int_array_is_an_error():
+    with pytest.raises(errors.NonDifferentiableArgumentError, match="dtype int64"):
+        s2sad.grad(bad.scalar_ok)(np.arange(3), 2.0)
+
+
+def test_non_scalar_output_is_an_error():
+    with pytest.raises(errors.NonScalarOutputError, match=r"shape \(3,\)"):
+        s2sad.grad(bad.vector_output)(np.ones(3))
+
+
+def test_function_without_source():
+    with pytest.raises(errors.SourceUnavailableError, match="cannot read the source"):
+        s2sad.grad(eval("lambda x: x * 2"))(1.0)
