@@ -41,6 +41,7 @@ class _Loop:
 class _Ctx:
     ret: tuple[str, str] | None  # (result variable, returned flag)
     loop: _Loop | None
+    final: ast.stmt | None = None  # the function's last statement, when it is a return
 
 
 def run(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:
@@ -50,7 +51,8 @@ def run(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:
         body = body[1:]  # docstring
     if _needs_flags(body):
         result, returned = namer.fresh("result"), namer.fresh("returned")
-        new, _ = _block(body, _Ctx((result, returned), None), namer)
+        final = body[-1] if isinstance(body[-1], ast.Return) else None
+        new, _ = _block(body, _Ctx((result, returned), None, final), namer)
         first = body[0] if body else node
         node.body = [
             assign(result, const(None), first),
@@ -117,6 +119,8 @@ def _stmt(stmt: ast.stmt, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[
             return [stmt], None
         result, returned = ctx.ret
         value = stmt.value if stmt.value is not None else const(None)
+        if stmt is ctx.final:  # nothing runs after the last statement: no flag needed
+            return [assign(result, value, stmt)], None
         return [assign(result, value, stmt), assign(returned, const(True), stmt)], None
     if isinstance(stmt, (ast.Break, ast.Continue)):
         flag = ctx.loop.brk if isinstance(stmt, ast.Break) else ctx.loop.cnt
@@ -135,7 +139,7 @@ def _stmt(stmt: ast.stmt, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[
 
 def _loop(stmt: ast.For | ast.While, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[str]]:
     loop = _Loop(namer.fresh("stop"), namer.fresh("skip"), set())
-    body, flags = _block(stmt.body, _Ctx(ctx.ret, loop), namer)
+    body, flags = _block(stmt.body, _Ctx(ctx.ret, loop, ctx.final), namer)
     new_body: list[ast.stmt] = []
     if loop.cnt in loop.used:
         new_body.append(assign(loop.cnt, const(False), stmt))

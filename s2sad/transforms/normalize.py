@@ -185,7 +185,11 @@ class Normalizer:
         self._setitem(target.value.id, index, new, out)
 
     def assign_to(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and isinstance(value, (ast.IfExp, ast.BoolOp)):
+            # expand the branches straight into the target: no copy afterwards
+            self.nonsimple.add(target.id)
+            self.value(value, out, hint=target.id, into=target.id)
+        elif isinstance(target, ast.Name):
             v = self.value(value, out, hint=target.id)
             if target.id in self.nonsimple and target.id in loads(v):
                 tmp = self.temp(_hint(v) or "value")
@@ -346,8 +350,11 @@ class Normalizer:
         out.append(assign(tmp, v))
         return name(tmp)
 
-    def value(self, e: ast.expr, out: list[ast.stmt], hint: str = "t") -> ast.expr:
+    def value(self, e: ast.expr, out: list[ast.stmt], hint: str = "t",
+              into: str | None = None) -> ast.expr:
         """Flatten the operands of ``e``; return one operation over atoms."""
+        if into is not None:
+            return getattr(self, "expr_" + type(e).__name__)(e, out, hint, into)
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:
             if isinstance(e, (ast.Constant, ast.Name, ast.JoinedStr)):
@@ -383,9 +390,9 @@ class Normalizer:
                  for l, op, r in zip(lefts, e.ops, e.comparators)]
         return self.expr_BoolOp(ast.BoolOp(op=ast.And(), values=pairs), out, hint)
 
-    def expr_BoolOp(self, e, out, hint):
+    def expr_BoolOp(self, e, out, hint, into=None):
         # a and b  ->  r = a; cond = r; if cond: r = b   (short-circuit kept)
-        result = self.temp(hint if hint != "t" else "cond", nonsimple=True)
+        result = into or self.temp(hint if hint != "t" else "cond", nonsimple=True)
         self.assign_to(name(result, store=True), e.values[0], out)
         for operand in e.values[1:]:
             cond = self.temp("cond", nonsimple=True)
@@ -400,8 +407,8 @@ class Normalizer:
             out.append(ast.If(test=name(cond), body=branch, orelse=[]))
         return name(result)
 
-    def expr_IfExp(self, e, out, hint):
-        result = self.temp(hint if hint != "t" else "value", nonsimple=True)
+    def expr_IfExp(self, e, out, hint, into=None):
+        result = into or self.temp(hint if hint != "t" else "value", nonsimple=True)
         test = self.atom(e.test, out, "cond")
         if not isinstance(test, ast.Name):
             cond = self.temp("cond", nonsimple=True)

@@ -225,6 +225,7 @@ class FunctionReverser:
         gx, ans = name(self.g(x)), name(x)
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
         definite = set(range(len(args)))
+        self.direct_assigned = {}
         if exprs is not None:
             np_alias = None
             for e in exprs:
@@ -239,6 +240,9 @@ class FunctionReverser:
         for i in wanted:
             e = exprs[i] if i < len(exprs) else None
             if e is None:
+                continue
+            if i in self.direct_assigned:
+                self.state[self.direct_assigned[i]] = SET if i in definite else MAYBE
                 continue
             if rule.broadcasts:
                 e = call(self.helper("unbroadcast"), e, args[i])
@@ -258,8 +262,15 @@ class FunctionReverser:
             return exprs
         if n > _named_params(rule.adjoint):
             rule_call = call(self.helper("pad"), rule_call, const(n))
-        cts = [self.fc.namer.fresh("ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name) else "arg"))
-               if i in wanted else "_" for i, a in enumerate(args)]
+        direct = (not rule.broadcasts and len({args[i].id for i in wanted}) == len(wanted)
+                  and all(self.state.get(self.g(args[i].id), NONE) == NONE for i in wanted))
+        if direct:  # nothing accumulated yet: unpack straight into the cotangent names
+            cts = [self.g(a.id) if i in wanted else "_" for i, a in enumerate(args)]
+            self.direct_assigned = {i: self.g(args[i].id) for i in wanted}
+        else:
+            cts = [self.fc.namer.fresh("ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name)
+                                                 else "arg"))
+                   if i in wanted else "_" for i, a in enumerate(args)]
         target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
         if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
             target.elts.append(ast.Starred(value=name("_", store=True), ctx=ast.Store()))
