@@ -137,6 +137,7 @@ import numpy as np
 import s2sad
 from concurrent_model import loss
 go = Path(sys.argv[2])
+Path(sys.argv[3]).touch()  # ready
 while not go.exists():
     time.sleep(0.005)
 g = s2sad.grad(loss)(np.array([0.5, -1.5, 2.0]))
@@ -161,15 +162,24 @@ def test_processes_compiling_the_same_function_at_once(cache_dir, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(tmp_path), str(go)],
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(tmp_path),
+                str(go),
+                str(tmp_path / f"ready{i}"),
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(4)
+        for i in range(4)
     ]
-    time.sleep(0.5)  # let them all import and wait at the barrier
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("ready*"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)  # all imported: let them compile at the same moment
     go.touch()
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
