@@ -40,13 +40,14 @@ from s2sad.errors import S2SADError
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG, VERSION
 
-#: names of cached modules (``<module>.<function>-<16 hex>.py``) and of leftover temporaries
+#: names of cached modules (``<module>.<function>-<16 hex>.py``) and of leftover
+#: temporary files
 ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.py$")
 TEMPORARY = re.compile(r"^\.tmp-.*\.py$")
 
 
 class UnsafeCacheDirError(S2SADError, PermissionError):
-    """The cache directory could be written by another user, so its files are not trusted."""
+    """Another user could write to the cache directory: its files are not trusted."""
 
 
 def default_cache_dir() -> Path:
@@ -54,7 +55,7 @@ def default_cache_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad), created private if missing, checked if not."""
+    """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad): created private, or checked private."""
     env = os.environ.get("S2SAD_CACHE_DIR")
     path = Path(env).expanduser() if env else default_cache_dir()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -150,7 +151,7 @@ def _library(obj: Any) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
-    """Hash of the compiler's own source, so an upgraded s2sad never reuses stale files."""
+    """Hash of the compiler's own source: an upgraded s2sad never reuses stale files."""
     root = Path(__file__).parent
     h = hashlib.sha256()
     for path in sorted([*root.glob("*.py"), *(root / "transforms").glob("*.py")]):
@@ -226,7 +227,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
-    """Objects for the names the module expects s2sad to bind, or None if any is lost."""
+    """Objects for the names the module expects s2sad to bind; None if any is lost."""
     for line in source.splitlines()[:8]:
         if line.startswith(BINDINGS_TAG):
             table = json.loads(line[len(BINDINGS_TAG) :])
@@ -281,7 +282,7 @@ def load(
     type_sig: str,
     compile_source: Callable[[], tuple[str, dict]],
 ):
-    """(module, path, source) for ``fn``'s gradient: from the cache or freshly compiled."""
+    """(module, path, source) of ``fn``'s gradient, cached or freshly compiled."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
     source = read_verified(path)
     if source is not None:
@@ -327,7 +328,7 @@ def info() -> CacheInfo:
 
 
 def clear() -> int:
-    """Delete the cached modules (and leftover temporaries); returns how many files went.
+    """Delete the cached modules and leftover temporaries; return how many files went.
 
     Only files named like cache entries are removed, so a cache directory shared
     with other files (the default one also holds the datasets in ``data/``)

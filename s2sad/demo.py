@@ -52,7 +52,7 @@ def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 def load_data(limit: int, rng: np.random.Generator, say: Callable[[str], None]):
-    """(x_train, y_train, x_test, y_test): MNIST, else clearly-labelled synthetic data."""
+    """(x_train, y_train, x_test, y_test): MNIST, else labelled synthetic data."""
     from s2sad.datasets import DataUnavailableError, data_dir, load_mnist
     from s2sad.datasets.mnist import CACHE
 
@@ -72,7 +72,8 @@ def load_data(limit: int, rng: np.random.Generator, say: Callable[[str], None]):
         )
         return synthetic(min(limit, 10000), 2000, rng)
     say(
-        f"data: MNIST, {min(limit, len(x_train))} training and {len(x_test)} test images"
+        f"data: MNIST, {min(limit, len(x_train))} training and {len(x_test)} test "
+        "images"
     )
     return x_train[:limit], y_train[:limit], x_test, y_test
 
@@ -108,7 +109,8 @@ def compile_gradient(params, x, y, say: Callable[[str], None]) -> None:
     loss_and_grad.compile(params, x, y)
     how = "compiled" if pipeline.RUN_COUNT > runs else "loaded (cached)"
     say(
-        f"{how} the gradient of s2sad/demo.py:loss in {time.perf_counter() - start:.2f} s"
+        f"{how} the gradient of s2sad/demo.py:loss in "
+        f"{time.perf_counter() - start:.2f} s"
     )
     say(f"gradient module: {loss_and_grad.path}")
     say(f"read it with:    s2sad show {_shown(__file__)}:loss")
@@ -128,7 +130,8 @@ def main(
     """Run the demo; returns the exit status."""
     rng = np.random.default_rng(seed)
     say(
-        f"s2sad demo: a {PIXELS}-{HIDDEN}-{CLASSES} tanh network on MNIST, trained with Adam"
+        f"s2sad demo: a {PIXELS}-{HIDDEN}-{CLASSES} tanh network on MNIST, trained "
+        "with Adam"
     )
     params = init_params(rng)
     x_train, y_train, x_test, y_test = load_data(limit, rng, say)

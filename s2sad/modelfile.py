@@ -1,4 +1,4 @@
-"""A user's model file, imported by path, and its functions as standalone gradient modules.
+"""A user's model file, imported by path; its functions as standalone gradient modules.
 
 This is the part of ``s2sad compile`` / ``s2sad show`` that knows about the
 user's code: :func:`import_model` imports ``model.py`` under a module name
@@ -60,14 +60,18 @@ def module_name(path: Path) -> tuple[Path, str]:
         folder = folder.parent
     if not parts or not all(p.isidentifier() for p in parts):
         raise UserError(
-            f"{display(path)}: '{'.'.join(parts)}' is not a valid module name; rename the "
-            "file (emitted gradients import the model's globals from it by name)"
+            f"{display(path)}: '{'.'.join(parts)}' is not a valid module name; rename "
+            "the file (emitted gradients import the model's globals from it by name)"
         )
     return folder, ".".join(parts)
 
 
 def import_model(path_text: str) -> ModuleType:
-    """Import the user's file by path (see MODEL_HELP); errors become UserError."""
+    """Import the user's file by path (see ``s2sad compile --help``).
+
+    Any failure, including an exception raised by the model's own code, becomes a
+    :class:`UserError` that points at the line in the user's file.
+    """
     path = Path(path_text).expanduser()
     if not path.exists():
         raise UserError(f"{path_text}: no such file")
@@ -90,8 +94,8 @@ def import_model(path_text: str) -> ModuleType:
         raise UserError(import_failure(exc, path)) from exc
     if _file_of(module) != path:
         raise UserError(
-            f"{display(path)}: importing '{name}' found {_file_of(module) or 'a built-in module'} "
-            "instead; rename the file"
+            f"{display(path)}: importing '{name}' found "
+            f"{_file_of(module) or 'a built-in module'} instead; rename the file"
         )
     return module
 
@@ -120,7 +124,8 @@ def import_failure(exc: BaseException, path: Path) -> str:
     if not mine:
         return f"{display(path)}: error while importing it: {what}"
     frame = mine[-1]
-    text = f"{display(frame.filename)}:{frame.lineno}: error while importing {path.name}: {what}"
+    where = f"{display(frame.filename)}:{frame.lineno}"
+    text = f"{where}: error while importing {path.name}: {what}"
     return text + (f"\n    {frame.line}" if frame.line else "")
 
 
@@ -143,7 +148,8 @@ def select(
         ]
         if not found:
             raise UserError(
-                f"{where}: no function decorated with @s2sad.grad or @s2sad.value_and_grad; "
+                f"{where}: no function decorated with @s2sad.grad or "
+                "@s2sad.value_and_grad; "
                 "name the functions to compile with --function NAME"
             )
         found.sort(key=lambda item: _first_line(item[1].fun))
@@ -197,8 +203,9 @@ def parse_argnums(spec: str, fun: Callable, where: str) -> tuple[int, ...]:
             out.append(params.index(part))
         else:
             raise UserError(
-                f"{where}: --argnums {spec!r}: {fun.__name__}({', '.join(params)}) has no "
-                f"parameter {part!r}; give positions (0, 1, ...) or names, comma-separated"
+                f"{where}: --argnums {spec!r}: {fun.__name__}({', '.join(params)}) has "
+                f"no parameter {part!r}; give positions (0, 1, ...) or names, "
+                "comma-separated"
             )
     if len(set(out)) != len(out):
         raise UserError(f"{where}: --argnums {spec!r} names a parameter twice")
@@ -240,9 +247,10 @@ def emit(target: Target) -> str:
             f"{n} ({_kind(origin)})" for n, origin in sorted(bound[0].items())
         )
         raise UserError(
-            f"{_location(target.fun)}: the gradient of {target.fun.__name__} uses names that "
-            f"a standalone file cannot import: {names}\nhint: make them module-level names "
-            f"of {display(inspect.getsourcefile(target.fun) or 'the model file')}"
+            f"{_location(target.fun)}: the gradient of {target.fun.__name__} uses "
+            f"names that a standalone file cannot import: {names}\n"
+            "hint: make them module-level names of "
+            f"{display(inspect.getsourcefile(target.fun) or 'the model file')}"
         )
     return source
 

@@ -43,7 +43,8 @@ def plain(scale, x):
 
 
 def run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """``s2sad ARGS`` in ``cwd``; with ``check``, fail showing stderr unless it exits 0."""
+    """``s2sad ARGS`` in ``cwd``; with ``check``, fail (showing stderr) unless it exits
+    with status 0."""
     env = dict(
         os.environ, S2SAD_CACHE_DIR=str(cwd / ".cache"), OPENBLAS_NUM_THREADS="1"
     )
@@ -176,7 +177,7 @@ def test_show_highlights_when_asked(work):
     assert "plain_value_and_grad" in re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
 
 
-# -- errors and help --------------------------------------------------------------------
+# -- errors and help -----------------------------------------------------------------
 # Many invocations share one interpreter here (one subprocess running main() once per
 # command line), which keeps the file fast; each model file has its own module name.
 DRIVER = """\
