@@ -130,8 +130,8 @@ def main(
     """Run the demo; returns the exit status."""
     rng = np.random.default_rng(seed)
     say(
-        f"s2sad demo: a {PIXELS}-{HIDDEN}-{CLASSES} tanh network on MNIST, trained "
-        "with Adam"
+        f"s2sad demo: a {PIXELS}-{HIDDEN}-{CLASSES} tanh network learns to read digits "
+        "(Adam)"
     )
     params = init_params(rng)
     x_train, y_train, x_test, y_test = load_data(limit, rng, say)
