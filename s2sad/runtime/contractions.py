@@ -45,6 +45,22 @@ def d_matmul(g, ans, x, y):
     return _matmul_general(g, x, y)
 
 
+@adjoint(np.matmul, np.linalg.matmul, argnum=0)
+def d_matmul_lhs(g, ans, x, y):
+    """Only the left operand's cotangent: g @ y.T (no work for the right one)."""
+    if np.ndim(x) == 2 and np.ndim(y) == 2 and x.dtype == y.dtype == np.result_type(g):
+        return (g @ y.T,)
+    return (d_matmul(g, ans, x, y)[0],)
+
+
+@adjoint(np.matmul, np.linalg.matmul, argnum=1)
+def d_matmul_rhs(g, ans, x, y):
+    """Only the right operand's cotangent: x.T @ g."""
+    if np.ndim(x) == 2 and np.ndim(y) == 2 and x.dtype == y.dtype == np.result_type(g):
+        return (x.T @ g,)
+    return (d_matmul(g, ans, x, y)[1],)
+
+
 @adjoint(np.dot)
 def d_dot(g, ans, a, b):
     a, b = np.asarray(a), np.asarray(b)

@@ -276,13 +276,13 @@ def d_copysign(g, ans, x, y):
 @adjoint(np.maximum, broadcasts=True)
 def d_maximum(g, ans, x, y):
     """Ties split the cotangent equally."""
-    return (g * ((x > y) + 0.5 * (x == y)), g * ((x < y) + 0.5 * (x == y)))
+    return (g * (x > y) + (0.5 * g) * (x == y), g * (x < y) + (0.5 * g) * (x == y))
 
 
 @adjoint(np.minimum, broadcasts=True)
 def d_minimum(g, ans, x, y):
     """Ties split the cotangent equally."""
-    return (g * ((x < y) + 0.5 * (x == y)), g * ((x > y) + 0.5 * (x == y)))
+    return (g * (x < y) + (0.5 * g) * (x == y), g * (x > y) + (0.5 * g) * (x == y))
 
 
 def _nan_aware_weight(x: Any, y: Any, wins: Any) -> Any:

@@ -40,6 +40,7 @@ class Rule:
 
 
 _RULES: dict[Any, Rule] = {}
+_PARTIAL: dict[tuple[Any, int], Rule] = {}
 _METHODS: dict[str, Any] = {}
 _ATTRIBUTES: dict[str, Any] = {}
 
@@ -64,17 +65,36 @@ def display_name(fn: Any) -> str:
     return f"{mod}.{name}" if mod else name
 
 
-def adjoint(*primals: Any, broadcasts: bool = False) -> Callable:
-    """Register the decorated function as the adjoint rule of ``primals``."""
+def adjoint(*primals: Any, broadcasts: bool = False, argnum: int | None = None) -> Callable:
+    """Register the decorated function as the adjoint rule of ``primals``.
+
+    With ``argnum=i`` the function is a *partial* rule: it returns a 1-tuple with
+    the cotangent of argument ``i`` only.  The compiler uses partial rules when
+    it needs some cotangents but not all (``W @ x`` with ``x`` a constant input),
+    so no work is spent on the others.  The full rule must be registered too.
+    """
     if not primals:
         raise TypeError("adjoint() needs at least one primal function")
 
     def register(rule_fn: Callable) -> Callable:
         for primal in primals:
-            _RULES[_key(primal)] = Rule(primal, rule_fn, broadcasts, display_name(primal))
+            rule = Rule(primal, rule_fn, broadcasts, display_name(primal))
+            if argnum is None:
+                _RULES[_key(primal)] = rule
+            else:
+                _PARTIAL[(_key(primal), argnum)] = rule
         return rule_fn
 
     return register
+
+
+def lookup_partial(fn: Any, argnum: int) -> Rule | None:
+    """The partial rule computing only argument ``argnum``'s cotangent, or None."""
+    _ensure_loaded()
+    try:
+        return _PARTIAL.get((_key(fn), argnum))
+    except TypeError:
+        return None
 
 
 def nondifferentiable(*primals: Any) -> None:
@@ -142,6 +162,9 @@ def fingerprint() -> str:
                 h.update(inspect.getsource(rule.adjoint).encode())
             except (OSError, TypeError):
                 h.update(repr(rule.adjoint).encode())
+    for (primal, i), rule in sorted(_PARTIAL.items(), key=lambda kv: (kv[1].name, kv[0][1])):
+        h.update(f"{rule.name}#{i}".encode())
+        h.update(inspect.getsource(rule.adjoint).encode())
     for name, fn in sorted(_METHODS.items()):
         h.update(f"{name}={display_name(fn)}".encode())
     for name, fn in sorted(_ATTRIBUTES.items()):

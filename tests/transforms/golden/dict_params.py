@@ -2,7 +2,7 @@
 # Do not edit: regenerate with s2sad.
 import numpy as np
 from s2sad.runtime.support import accumulate, finalize, unbroadcast
-from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.contractions import d_matmul_lhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.reductions import d_sum
 
@@ -20,9 +20,8 @@ def dict_params_value_and_grad(params, x, g_out=1.0):
     g_matmul = unbroadcast(g_add, matmul)
     g_params_item_1 = unbroadcast(g_add, params_item_1)
     g_params = d_getitem(g_params_item_1, params_item_1, params, "b")[0]
-    g_params_item = d_matmul(g_matmul, matmul, params_item, x)[0]
-    if g_params_item is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item, params_item, params, "W")[0]
-        )
+    g_params_item = d_matmul_lhs(g_matmul, matmul, params_item, x)[0]
+    g_params = accumulate(
+        g_params, d_getitem(g_params_item, params_item, params, "W")[0]
+    )
     return (out, (finalize(g_params, params),))

@@ -2,7 +2,7 @@
 # Do not edit: regenerate with s2sad.
 import numpy as np
 from s2sad.runtime.support import finalize
-from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.contractions import d_matmul_lhs
 from s2sad.runtime.reductions import d_sum
 
 
@@ -13,5 +13,5 @@ def matmul_op_value_and_grad(W, x, g_out=1.0):
     # grad of: return np.sum(np.tanh(W @ x))
     g_tanh = d_sum(g_out, out, tanh)[0]
     g_matmul = g_tanh * (1.0 - tanh * tanh)
-    g_W = d_matmul(g_matmul, matmul, W, x)[0]
+    g_W = d_matmul_lhs(g_matmul, matmul, W, x)[0]
     return (out, (finalize(g_W, W),))
