@@ -4,7 +4,7 @@ from mlp_mnist import logits_tanh
 import s2sad.runtime.nn as nn
 import numpy as np
 from s2sad.runtime.support import accumulate, finalize, unbroadcast
-from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 
@@ -81,7 +81,7 @@ def logits_tanh_backward(g_out, saved):
         )
     g_params_item = None
     if g_matmul is not None:
-        g_params_item = d_matmul(g_matmul, matmul, x, params_item)[1]
+        g_params_item = d_matmul_rhs(g_matmul, matmul, x, params_item)[0]
     if g_params_item is not None:
         g_params = accumulate(
             g_params, d_getitem(g_params_item, params_item, params, "W1")[0]

@@ -6,7 +6,7 @@ from rnn_mnist import logits
 import s2sad.runtime.nn as nn
 import numpy as np
 from s2sad.runtime.support import accumulate, finalize, unbroadcast
-from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 
@@ -158,7 +158,7 @@ def logits_backward(g_out, saved):
         params_item_2 = tape.pop()
         if g_matmul is not None:
             g_params_item_1 = accumulate(
-                g_params_item_1, d_matmul(g_matmul, matmul, xt, params_item_1)[1]
+                g_params_item_1, d_matmul_rhs(g_matmul, matmul, xt, params_item_1)[0]
             )
         g_matmul = None
         matmul = tape.pop()
