@@ -11,12 +11,8 @@ environment *before* it imports NumPy, when NumPy is not loaded yet; a script
 therefore imports this module before NumPy.  :func:`apply_threads` repeats the
 setting (and restricts the process to N CPUs) when ``main(argv)`` runs.
 
-Memory: :class:`AllocationCounter` counts the bytes of every NumPy array buffer
-allocated while it is active (a counting allocator installed with NumPy's
-``PyDataMem_SetHandler``, reached through ctypes); this is the same scope as
-PyTorch's CPU-allocator figure in ``bench/train_torch.py`` (tensor storage,
-not Python objects).  Where that hook cannot be installed it falls back to the
-``tracemalloc`` peak of the epoch, and the JSON says which one was used.
+Memory is measured by :class:`_allocations.AllocationCounter` (bytes of NumPy
+array buffers allocated during a training epoch); see that module.
 """
 
 from __future__ import annotations
@@ -50,10 +46,9 @@ if "numpy" not in sys.modules:  # too late otherwise: the BLAS pool already exis
 # ruff: noqa: E402  (the imports below must follow the thread setting above)
 import argparse
 import copy
-import ctypes
 import json
+import subprocess
 import time
-import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -61,6 +56,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import s2sad
+from _allocations import MEMORY_WHAT, AllocationCounter
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -131,170 +127,6 @@ def synthetic_digits(seed: int, n_train: int = 500, n_test: int = 200) -> Arrays
         return (0.5 * protos[y] + 0.5 * noise).astype(np.float32), y
 
     return (*draw(n_train), *draw(n_test))
-
-
-# ----------------------------------------------------------------------------
-# Memory: bytes of NumPy array buffers allocated
-# ----------------------------------------------------------------------------
-
-_MALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-_CALLOC = ctypes.CFUNCTYPE(
-    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t
-)
-_REALLOC = ctypes.CFUNCTYPE(
-    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
-)
-_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-
-
-class _Allocator(ctypes.Structure):
-    """NumPy's ``PyDataMemAllocator`` (numpy/ndarraytypes.h)."""
-
-    _fields_ = [
-        ("ctx", ctypes.c_void_p),
-        ("malloc", _MALLOC),
-        ("calloc", _CALLOC),
-        ("realloc", _REALLOC),
-        ("free", _FREE),
-    ]
-
-
-class _Handler(ctypes.Structure):
-    """NumPy's ``PyDataMem_Handler``, version 1."""
-
-    _fields_ = [
-        ("name", ctypes.c_char * 127),
-        ("version", ctypes.c_uint8),
-        ("allocator", _Allocator),
-    ]
-
-
-class _CountingHandler:
-    """A NumPy memory handler that counts malloc/calloc bytes, then defers.
-
-    Allocation goes through NumPy's default handler (its small-block cache
-    included); ``free`` and ``realloc`` are the default's C functions
-    themselves, so arrays that outlive the counter (even until interpreter
-    exit) never call back into Python.  Built once per process and kept
-    alive forever for the same reason.
-    """
-
-    _instance: "_CountingHandler | None" = None
-
-    def __init__(self) -> None:
-        api, set_handler = _numpy_handler_api()
-        default = ctypes.cast(api[306], ctypes.POINTER(ctypes.py_object)).contents.value
-        base = _capsule_pointer(default, b"mem_handler", _Handler).allocator
-        self.bytes = 0
-        self.count = 0
-        # The default functions are called as PYFUNCTYPE: a ctypes call that
-        # releases the GIL would fail when NumPy allocates with the GIL released.
-        self._base_malloc = _as_pyfunc(base.malloc, _MALLOC)
-        self._base_calloc = _as_pyfunc(base.calloc, _CALLOC)
-        self._malloc = _MALLOC(self._on_malloc)
-        self._calloc = _CALLOC(self._on_calloc)
-        allocator = _Allocator(base.ctx, self._malloc, self._calloc, base.realloc)
-        allocator.free = base.free
-        self._struct = _Handler(b"s2sad_examples_counting", 1, allocator)
-        new_capsule = ctypes.pythonapi.PyCapsule_New
-        new_capsule.restype = ctypes.py_object
-        new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-        self.capsule = new_capsule(ctypes.addressof(self._struct), b"mem_handler", None)
-        self.set_handler = set_handler
-        # Arrays allocated through this handler read its struct when freed, which
-        # may be at interpreter exit: leak one reference so it is never collected.
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(self))
-
-    def _on_malloc(self, ctx: int, size: int) -> int:
-        self.bytes += size
-        self.count += 1
-        return self._base_malloc(ctx, size)
-
-    def _on_calloc(self, ctx: int, nelem: int, elsize: int) -> int:
-        self.bytes += nelem * elsize
-        self.count += 1
-        return self._base_calloc(ctx, nelem, elsize)
-
-    @classmethod
-    def get(cls) -> "_CountingHandler":
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
-
-
-def _as_pyfunc(fn: Any, cfunctype: type) -> Any:
-    """The C function pointer ``fn`` re-typed so that calls keep the GIL."""
-    proto = ctypes.PYFUNCTYPE(cfunctype._restype_, *cfunctype._argtypes_)
-    return proto(ctypes.cast(fn, ctypes.c_void_p).value)
-
-
-def _capsule_pointer(capsule: Any, name: bytes | None, ctype: type) -> Any:
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype = ctypes.c_void_p
-    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    return ctypes.cast(get(capsule, name), ctypes.POINTER(ctype)).contents
-
-
-def _numpy_handler_api() -> tuple[Any, Callable]:
-    """NumPy's C-API table and its ``PyDataMem_SetHandler`` (slot 304, ABI-stable)."""
-    try:
-        from numpy._core import _multiarray_umath as mu
-    except ImportError:  # NumPy 1.x
-        from numpy.core import _multiarray_umath as mu
-    table = _capsule_pointer(mu._ARRAY_API, None, ctypes.c_void_p * 307)
-    set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
-    return table, set_handler
-
-
-class AllocationCounter:
-    """Context manager measuring NumPy allocations; ``.result()`` after exit.
-
-    ``kind`` is ``"numpy-handler"`` (total bytes and count of array buffers
-    allocated) or, when that hook is unavailable, ``"tracemalloc-peak"`` (the
-    peak of traced memory above the starting level; much slower).
-    """
-
-    def __init__(self) -> None:
-        try:
-            self._handler: _CountingHandler | None = _CountingHandler.get()
-            self.kind = "numpy-handler"
-        except Exception:  # private ABI missing: use the slow, portable measure
-            self._handler = None
-            self.kind = "tracemalloc-peak"
-        self._start = (0, 0)
-        self._stats: dict[str, int] = {}
-
-    def __enter__(self) -> "AllocationCounter":
-        if self._handler is not None:
-            self._start = (self._handler.bytes, self._handler.count)
-            self._previous = self._handler.set_handler(self._handler.capsule)
-        else:
-            tracemalloc.start()
-            self._start = (tracemalloc.get_traced_memory()[0], 0)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._handler is not None:
-            self._handler.set_handler(self._previous)
-            self._stats = {
-                "alloc_bytes": self._handler.bytes - self._start[0],
-                "alloc_count": self._handler.count - self._start[1],
-            }
-        else:
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
-            self._stats = {"peak_bytes": peak - self._start[0]}
-
-    def result(self) -> dict[str, int]:
-        return dict(self._stats)
-
-
-MEMORY_WHAT = {
-    "numpy-handler": "bytes and number of NumPy array buffers allocated during the "
-    "training epoch (counting allocator via PyDataMem_SetHandler; Python objects "
-    "not included)",
-    "tracemalloc-peak": "tracemalloc peak above the level at the epoch's start",
-}
 
 
 class _NoCounter:
@@ -459,7 +291,7 @@ def _train_epoch(
     bar = Progress(label, -(-len(x) // args.batch_size))
     loss_sum, seen = 0.0, 0
     with counter:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         for k, idx in enumerate(batch_indices(len(x), args.batch_size, rng), 1):
             value, grads = vg(model.params, x[idx], y[idx])
             model.optimizer.step(model.params, grads)
@@ -467,8 +299,14 @@ def _train_epoch(
             seen += len(idx)
             bar.update(k, loss_sum / seen)
         seconds = time.perf_counter() - t0
+        cpu_seconds = time.process_time() - cpu0
     bar.close(loss_sum / max(seen, 1))
-    return {"loss": loss_sum / max(seen, 1), "seconds": seconds, **counter.result()}
+    return {
+        "loss": loss_sum / max(seen, 1),
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,  # robust to other processes on a shared machine
+        **counter.result(),
+    }
 
 
 def _evaluate(model: Model, data: Arrays) -> dict:
@@ -506,6 +344,7 @@ def _results(
     return {
         "model": model.name,
         "framework": f"s2sad {s2sad.__version__}, numpy {np.__version__}",
+        "s2sad_revision": source_revision(),
         "threads": args.threads,
         "options": {k: v for k, v in vars(args).items() if k not in ("json", "plot")},
         "config": model.config,
@@ -529,6 +368,30 @@ def _results(
 # ----------------------------------------------------------------------------
 # Output
 # ----------------------------------------------------------------------------
+
+
+def source_revision() -> str | None:
+    """The git commit s2sad was imported from, ``+dirty`` if s2sad/ has local
+    changes (results depend on the compiler's version); None outside a checkout."""
+    root = Path(s2sad.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "s2sad"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
 
 
 def summary(result: dict) -> str:
@@ -590,6 +453,7 @@ def plot(path: str, result: dict) -> bool:
     for ax, title in zip(axes, ("loss", "accuracy", "seconds per epoch")):
         ax.set_title(title)
         ax.set_xlabel("epoch")
+        ax.set_xticks(ep)
         if title != "seconds per epoch":
             ax.legend()
     fig.suptitle(f"{result['model']} ({result['framework']})")
