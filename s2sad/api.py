@@ -13,8 +13,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from s2sad import cache, pipeline
 from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
+from s2sad.options import Options
+
+# The compiler (pipeline, cache -> gast, black) is imported on first compile only,
+# so a module that merely decorates functions runs with NumPy alone.
 
 
 class GradientFunction:
@@ -31,7 +34,7 @@ class GradientFunction:
         self.fun = fun
         self.argnums = argnums
         self.with_value = with_value
-        self.options = pipeline.Options(optimize=optimize)
+        self.options = Options(optimize=optimize)
         self._signature = inspect.signature(fun)
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -66,6 +69,7 @@ class GradientFunction:
                 entry = self._compiled.get(sig)
                 if entry is None:
                     argnums = self._argnums
+                    from s2sad import cache, pipeline
 
                     def compile_source():
                         return pipeline.compile_function(self.fun, argnums, self.options,

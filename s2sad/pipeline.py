@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
+from s2sad.options import Options
 from s2sad.transforms import activity, aliasing, desugar, emit, normalize, optimize, parse, validate
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name, stores
 from s2sad.transforms.reverse import FunctionReverser, NONE, SET
@@ -31,18 +32,6 @@ HELPERS = ("accumulate", "unbroadcast", "finalize", "item_of", "without_item", "
            "copy_item", "restore_item", "pad")
 
 
-@dataclass
-class Options:
-    """Compile options that change the emitted code (part of the cache key)."""
-
-    optimize: bool = True
-    #: import the user's globals in the emitted module instead of binding them at load
-    standalone: bool = False
-
-    def key(self) -> str:
-        return f"opt={int(self.optimize)},standalone={int(self.standalone)}"
-
-
 class FunctionCompiler:
     """Per-function compile state shared by the reverse and control passes."""
 
@@ -55,24 +44,29 @@ class FunctionCompiler:
         self.locals = set(locals_)
         self.problems = []
         self.uses_tape = False
+        self.save_count = 0
 
-    def save(self, x: str, fwd: list[ast.stmt]) -> bool:
-        """Push ``x``'s old value before it is re-assigned (if it ever is)."""
+    def save(self, x: str, fwd: list[ast.stmt]) -> int:
+        """Push ``x``'s old value before it is re-assigned; the save's id (0: no save)."""
         if x not in self.reassigned:
-            return False
+            return 0
         push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name("tape"), attr="append",
                                                             ctx=ast.Load()),
                                        args=[name(x)], keywords=[]))
+        self.save_count += 1
         anno(push)["save"] = x
+        anno(push)["save_id"] = self.save_count
         fwd.append(push)
         self.uses_tape = True
-        return True
+        return self.save_count
 
-    def restore(self, x: str) -> ast.stmt:
+    def restore(self, x: str, save_id: int) -> ast.stmt:
+        """``x = tape.pop()``, paired with the save ``save_id``."""
         pop = ast.Call(func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()),
                        args=[], keywords=[])
         node = assign(x, pop)
         anno(node)["restore"] = x
+        anno(node)["save_id"] = save_id
         return node
 
     def save_item(self, y: str, idx: ast.expr, fwd: list[ast.stmt], in_loop: bool):
@@ -299,7 +293,10 @@ def _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_n
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & assigned)
     saved_names = (["tape"] if fc.uses_tape else []) + [n for n in needed if n != "tape"]
     residual = ast.Tuple(elts=[name(n) for n in saved_names], ctx=ast.Load())
-    fwd_body = _init_saved(fc, params) + fwd + [
+    # names bound only on some paths must exist when the residual tuple is built
+    partial = [assign(n, const(None)) for n in saved_names
+               if n in fc.reassigned and n not in fc.saved_names and n not in params]
+    fwd_body = _init_saved(fc, params) + partial + fwd + [
         ast.Return(value=ast.Tuple(elts=[ret_atom, residual], ctx=ast.Load()))]
     fwd_def = _def(fwd_name, params, fwd_body)
     unpack = []

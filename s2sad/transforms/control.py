@@ -79,7 +79,7 @@ def _loop(rv, s: ast.For | ast.While):
         for g in touched:
             rv.state[g] = MAYBE
         count = anno(s).get("count")
-        post = [fc.restore(target)] if saved_target else []
+        post = [fc.restore(target, saved_target)] if saved_target else []
         if not body:
             return post
         if isinstance(s, ast.For):

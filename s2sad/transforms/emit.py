@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -38,7 +39,8 @@ class Header:
 
 
 def run(module, header: Header) -> str:
-    imports, injected = _imports(module)
+    used = {n.id for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)}
+    imports, injected = _imports(module, used)
     body = ast.Module(body=imports + module.functions, type_ignores=[])
     _rename_helpers(module, body)
     ast.fix_missing_locations(body)
@@ -49,31 +51,55 @@ def run(module, header: Header) -> str:
     return _header(header, origins) + text
 
 
-def _imports(module) -> tuple[list[ast.stmt], list[str]]:
-    stmts: list[ast.stmt] = []
+def _imports(module, used: set[str]) -> tuple[list[ast.stmt], list[str]]:
+    """Import statements (modules, then NumPy/runtime, then user names) and injected names."""
+    plain: list[ast.stmt] = []
+    library: list[ast.stmt] = []
+    user: list[ast.stmt] = []
     injected = []
     for alias, obj in sorted(module.bindings.items()):
+        if alias not in used:
+            continue  # e.g. a callee that became a <name>_forward / _backward pair
         origin = module.origins.get(alias)
+        home = _importable_home(obj)
         if isinstance(obj, types.ModuleType):
-            stmts.append(ast.Import(names=[ast.alias(name=obj.__name__,
-                                                     asname=None if alias == obj.__name__ else alias)]))
+            plain.append(ast.Import(names=[ast.alias(
+                name=obj.__name__, asname=None if alias == obj.__name__ else alias)]))
+        elif home is not None:
+            library.append(_from(home, obj.__name__, alias))
         elif (module.options.standalone and origin and origin[0] == "module"
               and origin[1] != "__main__"):
-            stmts.append(ast.ImportFrom(module=origin[1], names=[ast.alias(
-                name=origin[2], asname=None if alias == origin[2] else alias)], level=0))
+            user.append(_from(origin[1], origin[2], alias))
         else:
             injected.append(alias)
     helpers = sorted(module.helpers_used)
     if helpers:
-        stmts.append(ast.ImportFrom(module="s2sad.runtime.support",
-                                    names=[ast.alias(name=h) for h in helpers], level=0))
+        library.append(ast.ImportFrom(module="s2sad.runtime.support",
+                                      names=[ast.alias(name=h) for h in helpers], level=0))
     by_module: dict[str, list] = {}
     for mod, fn_name, alias in sorted(module.rule_imports.values()):
         by_module.setdefault(mod, []).append(
             ast.alias(name=fn_name, asname=None if alias == fn_name else alias))
     for mod, names in sorted(by_module.items()):
-        stmts.append(ast.ImportFrom(module=mod, names=names, level=0))
-    return stmts, injected
+        library.append(ast.ImportFrom(module=mod, names=names, level=0))
+    return plain + library + user, injected
+
+
+def _from(mod: str, name: str, alias: str) -> ast.ImportFrom:
+    return ast.ImportFrom(module=mod, names=[ast.alias(
+        name=name, asname=None if alias == name else alias)], level=0)
+
+
+def _importable_home(obj: Any) -> str | None:
+    """The NumPy or s2sad.runtime module an object can be imported from, if any."""
+    mod = getattr(obj, "__module__", None) or ""
+    name = getattr(obj, "__name__", None)
+    if not name or not mod.startswith(("s2sad.runtime", "numpy")):
+        return None
+    try:
+        return mod if getattr(importlib.import_module(mod), name, None) is obj else None
+    except ImportError:
+        return None
 
 
 def _rename_helpers(module, tree: ast.Module) -> None:

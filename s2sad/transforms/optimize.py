@@ -26,10 +26,42 @@ def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options) -> tuple[list, li
         dead = {x for x in fc.reassigned if x not in read}
         fwd = _strip(fwd, lambda s: anno(s).get("save") in dead)
         bwd = _strip(bwd, lambda s: anno(s).get("restore") in dead)
+        unread = _saves_nobody_reads(fwd)
+        fwd = _strip(fwd, lambda s: anno(s).get("save_id") in unread and "save" in anno(s))
+        bwd = _strip(bwd, lambda s: anno(s).get("save_id") in unread and "restore" in anno(s))
         bwd = _prune(bwd)
     fc.saved_names = {anno(s)["save"] for s in _walk(fwd) if "save" in anno(s)}
     fc.uses_tape = any(_uses_tape(s) for s in fwd)
     return fwd, bwd
+
+
+def _saves_nobody_reads(fwd: list[ast.stmt]) -> set[int]:
+    """Ids of saves outside loops whose saved (old) value no backward block reads.
+
+    Restoring a value only helps the backward blocks of statements that ran
+    before it was overwritten; outside loops those are the statements above.
+    """
+    unread: set[int] = set()
+    _scan(fwd, set(), unread, in_loop=False)
+    return unread
+
+
+def _scan(stmts, read_before: set[str], unread: set[int], in_loop: bool) -> set[str]:
+    for s in stmts:
+        if isinstance(s, ast.If):
+            a = _scan(s.body, set(read_before), unread, in_loop)
+            b = _scan(s.orelse, set(read_before), unread, in_loop)
+            read_before |= a | b
+        elif isinstance(s, (ast.For, ast.While)):
+            inner = _scan(s.body, set(read_before), unread, in_loop=True)
+            read_before |= inner
+        else:
+            a = anno(s)
+            if "save" in a and not in_loop and a["save"] not in read_before:
+                unread.add(a["save_id"])
+            if "src" in a:
+                read_before |= anno(a["src"]).get("bwd_reads", set())
+    return read_before
 
 
 def _reads(stmts: list[ast.stmt]) -> set[str]:

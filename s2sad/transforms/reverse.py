@@ -108,6 +108,8 @@ class FunctionReverser:
         parts = []
         for s in stmts:
             f, b = self.statement(s, in_loop)
+            if f and not isinstance(s, (ast.If, ast.For, ast.While)):
+                anno(f[-1])["src"] = s  # optimize reads the statement's backward reads here
             fwd.extend(f)
             parts.append((s, b))
 
@@ -116,6 +118,8 @@ class FunctionReverser:
             last_origin = None
             for s, b in reversed(parts):
                 block = b()
+                anno(s)["bwd_reads"] = {n.id for st in block for n in ast.walk(st)
+                                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
                 if not block:
                     continue
                 origin = anno(s).get("origin")
@@ -170,9 +174,9 @@ class FunctionReverser:
                     out.append(assign(self.g(x), const(None)))
                     self.state[self.g(x)] = NONE
             if extra_restore:
-                out.append(self.fc.restore(extra_restore))
+                out.append(self.fc.restore(*extra_restore))
             if saved:
-                out.append(self.fc.restore(x))
+                out.append(self.fc.restore(x, saved))
             return out
         return fwd, backward
 
@@ -316,11 +320,11 @@ class FunctionReverser:
         self.fc.locals.add(saved)
         if x in self.fc.reassigned:
             self.fc.reassigned.add(saved)
-        self.fc.save(saved, fwd)
+        sid = self.fc.save(saved, fwd)
         call_fwd = ast.Call(func=name(fwd_name), args=v.args, keywords=[])
         pair = ast.Tuple(elts=[name(x, store=True), name(saved, store=True)], ctx=ast.Store())
         fwd.append(ast.Assign(targets=[pair], value=call_fwd, type_comment=None))
-        self.pending_restore = saved if saved in self.fc.reassigned else None
+        self.pending_restore = (saved, sid) if sid else None
 
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []

@@ -6,23 +6,16 @@ from s2sad.runtime.reductions import d_sum
 
 
 def if_elif_else_value_and_grad(x, g_out=1.0):
-    tape = []
-    cond_1 = None
-    y = None
     s = np.sum(x)
     cond = s > 10
     if cond:
-        tape.append(y)
         y = x
     else:
         neg = -10
-        tape.append(cond_1)
         cond_1 = s > neg
         if cond_1:
-            tape.append(y)
             y = np.sin(x)
         else:
-            tape.append(y)
             y = x * x
     out = np.sum(y)
     # grad of: return np.sum(y)
@@ -31,19 +24,13 @@ def if_elif_else_value_and_grad(x, g_out=1.0):
         # grad of: y = x
         g_x = g_y
         g_y = None
-        y = tape.pop()
+    elif cond_1:
+        # grad of: y = np.sin(x)
+        g_x = g_y * np.cos(x)
+        g_y = None
     else:
-        if cond_1:
-            # grad of: y = np.sin(x)
-            g_x = g_y * np.cos(x)
-            g_y = None
-            y = tape.pop()
-        else:
-            # grad of: y = x * x
-            g_x = unbroadcast(g_y * x, x)
-            g_x = accumulate(g_x, unbroadcast(g_y * x, x))
-            g_y = None
-            y = tape.pop()
-        # grad of: elif s > -10:
-        cond_1 = tape.pop()
+        # grad of: y = x * x
+        g_x = unbroadcast(g_y * x, x)
+        g_x = accumulate(g_x, unbroadcast(g_y * x, x))
+        g_y = None
     return (out, (finalize(g_x, x),))

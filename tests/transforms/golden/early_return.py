@@ -8,19 +8,15 @@ from s2sad.runtime.reductions import d_sum
 def early_return_top_value_and_grad(x, g_out=1.0):
     tape = []
     result = None
-    y = None
-    tape.append(result)
     result = None
     returned = False
     sum_1 = np.sum(x)
     cond = sum_1 > 100
     if cond:
-        tape.append(result)
         result = np.sum(x)
         returned = True
     not_ = not returned
     if not_:
-        tape.append(y)
         y = x * x
         tape.append(result)
         result = np.sum(y)
@@ -35,14 +31,11 @@ def early_return_top_value_and_grad(x, g_out=1.0):
         g_x = unbroadcast(g_y * x, x)
         g_x = accumulate(g_x, unbroadcast(g_y * x, x))
         g_y = None
-        y = tape.pop()
     if cond:
         # grad of: return np.sum(x)
         if g_out is not None:
             g_x = accumulate(g_x, d_sum(g_out, result, x)[0])
         g_out = None
-        result = tape.pop()
     # grad of: if np.sum(x) > 100:
     g_out = None
-    result = tape.pop()
     return (value, (finalize(g_x, x),))

@@ -17,13 +17,11 @@ from s2sad.runtime.reductions import d_sum
 def loop_item_assign_value_and_grad(x, g_out=1.0):
     tape = []
     add = None
-    i = None
     mul = None
     sum_1 = None
     x_item = None
     y = np.zeros(4)
     r = range(4)
-    tape.append(i)
     for i in r:
         tape.append(x_item)
         x_item = x[i]
@@ -69,5 +67,4 @@ def loop_item_assign_value_and_grad(x, g_out=1.0):
             g_x = accumulate(g_x, d_getitem(g_x_item, x_item, x, i)[0])
         g_x_item = None
         x_item = tape.pop()
-    i = tape.pop()
     return (out, (finalize(g_x, x),))

@@ -8,13 +8,11 @@ from s2sad.runtime.pyfuncs import d_builtin_sum
 def loop_list_append_value_and_grad(x, g_out=1.0):
     tape = []
     add = None
-    i = None
     mul = None
     x_item = None
     x_item_1 = None
     out = []
     r = range(5)
-    tape.append(i)
     for i in r:
         tape.append(x_item)
         x_item = x[i]
@@ -57,5 +55,4 @@ def loop_list_append_value_and_grad(x, g_out=1.0):
             g_x = accumulate(g_x, d_getitem(g_x_item, x_item, x, i)[0])
         g_x_item = None
         x_item = tape.pop()
-    i = tape.pop()
     return (out_1, (finalize(g_x, x),))

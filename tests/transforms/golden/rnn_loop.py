@@ -11,12 +11,9 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0):
     tape = []
     h = None
     matmul = None
-    t = None
     xs_item = None
-    tape.append(h)
     h = h0
     r = range(4)
-    tape.append(t)
     for t in r:
         tape.append(matmul)
         matmul = W @ h
@@ -57,11 +54,9 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0):
             g_h = ct_h
         g_matmul = None
         matmul = tape.pop()
-    t = tape.pop()
     # grad of: h = h0
     g_h0 = None
     if g_h is not None:
         g_h0 = g_h
     g_h = None
-    h = tape.pop()
     return (out, (finalize(g_xs, xs), finalize(g_W, W), finalize(g_h0, h0)))

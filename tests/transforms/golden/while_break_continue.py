@@ -10,16 +10,13 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
     mul = None
     mul_1 = None
     mul_2 = None
-    n_iter = None
     not_ = None
     not__1 = None
     y = None
-    tape.append(y)
     y = x
     k = 0
     stop = False
     cond = True
-    tape.append(n_iter)
     n_iter = 0
     while cond:
         n_iter += 1
@@ -86,12 +83,9 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
         not_ = tape.pop()
         # grad of: if k > 6:
         cond_1 = tape.pop()
-    # grad of: while True:
-    n_iter = tape.pop()
     # grad of: y = x
     g_x = None
     if g_out is not None:
         g_x = g_out
     g_out = None
-    y = tape.pop()
     return (value, (finalize(g_x, x),))
