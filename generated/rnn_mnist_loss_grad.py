@@ -23,7 +23,6 @@ def loss_value_and_grad(params, x, y, g_out=1.0):
 def logits_forward(params, x):
     tape = []
     add_1 = None
-    h = None
     matmul = None
     matmul_1 = None
     params_item_1 = None
@@ -168,6 +167,4 @@ def logits_backward(g_out, saved):
         params_item_1 = tape.pop()
         # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
         xt = tape.pop()
-    # grad of: h = np.zeros((x.shape[0], params["Wh"].shape[0]), dtype=x.dtype)
-    g_h = None
     return (g_params, None)

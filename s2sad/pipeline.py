@@ -45,26 +45,41 @@ class FunctionCompiler:
         self.problems = []
         self.uses_tape = False
         self.save_count = 0
+        self.save_slots: dict[int, str | None] = {}
 
-    def save(self, x: str, fwd: list[ast.stmt]) -> int:
-        """Push ``x``'s old value before it is re-assigned; the save's id (0: no save)."""
+    def save(self, x: str, fwd: list[ast.stmt], in_loop: bool) -> int:
+        """Keep ``x``'s old value before it is re-assigned; the save's id (0: no save).
+
+        In a loop the value goes on the tape; code that runs once keeps it in a
+        named variable (``x_old``) instead.
+        """
         if x not in self.reassigned:
             return 0
-        push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name("tape"), attr="append",
-                                                            ctx=ast.Load()),
-                                       args=[name(x)], keywords=[]))
         self.save_count += 1
-        anno(push)["save"] = x
-        anno(push)["save_id"] = self.save_count
-        fwd.append(push)
-        self.uses_tape = True
+        if in_loop:
+            node: ast.stmt = ast.Expr(value=ast.Call(
+                func=ast.Attribute(value=name("tape"), attr="append", ctx=ast.Load()),
+                args=[name(x)], keywords=[]))
+            self.uses_tape = True
+            self.save_slots[self.save_count] = None
+        else:
+            slot = self.namer.fresh(f"{x}_old")
+            self.locals.add(slot)
+            self.reassigned.add(slot)  # bound on some paths only
+            node = assign(slot, name(x))
+            self.save_slots[self.save_count] = slot
+        anno(node)["save"] = x
+        anno(node)["save_id"] = self.save_count
+        fwd.append(node)
         return self.save_count
 
     def restore(self, x: str, save_id: int) -> ast.stmt:
-        """``x = tape.pop()``, paired with the save ``save_id``."""
-        pop = ast.Call(func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()),
-                       args=[], keywords=[])
-        node = assign(x, pop)
+        """``x = tape.pop()`` (or ``x = x_old``), paired with the save ``save_id``."""
+        slot = self.save_slots[save_id]
+        value = name(slot) if slot else ast.Call(
+            func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()), args=[],
+            keywords=[])
+        node = assign(x, value)
         anno(node)["restore"] = x
         anno(node)["save_id"] = save_id
         return node
@@ -236,7 +251,8 @@ def _compile(module: ModuleBuilder, parsed: parse.ParsedFunction, wrt: list[str]
     bwd = bwd_builder()
     if fc.problems:
         raise UnsupportedSyntaxError(fc.problems)
-    fwd, bwd = optimize.run(fwd, bwd, fc, module.options)
+    keep = {rv.g(p) for p in _params(node)}  # read by the final return
+    fwd, bwd = optimize.run(fwd, bwd, fc, module.options, keep)
     params = _params(node)
     grads = [name(rv.g(p)) if rv.state.get(rv.g(p), NONE) != NONE else const(None) for p in wrt]
     if bwd_name is None:
@@ -259,8 +275,17 @@ def _bind_statics(module: ModuleBuilder, node: ast.FunctionDef, norm, parsed) ->
             sub.id = module.bind(sub.id, obj, origin)
 
 
-def _init_saved(fc: FunctionCompiler, params: list[str]) -> list[ast.stmt]:
-    inits = [assign(x, const(None)) for x in sorted(fc.saved_names - set(params))]
+def _init_saved(fc: FunctionCompiler, params: list[str], fwd: list[ast.stmt]) -> list[ast.stmt]:
+    """``tape = []`` and ``x = None`` for saved names that may be unbound when saved."""
+    bound = set(params)
+    for s in fwd:  # names the top level binds before any save of them needs them
+        if "save" in anno(s) and anno(s)["save"] not in bound:
+            break
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            bound.add(s.targets[0].id)
+        elif isinstance(s, (ast.If, ast.For, ast.While)):
+            break
+    inits = [assign(x, const(None)) for x in sorted(fc.saved_names - bound)]
     for s in inits:
         anno(s)["init"] = s.targets[0].id
     tape = [assign("tape", ast.List(elts=[], ctx=ast.Load()))] if fc.uses_tape else []
@@ -280,7 +305,7 @@ def _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fn_name) ->
         keep = [assign(value, ret_atom)]
         ret_atom = name(value)
     result = ast.Tuple(elts=[ret_atom, ast.Tuple(elts=finals, ctx=ast.Load())], ctx=ast.Load())
-    body = _init_saved(fc, params) + fwd + keep + seed + bwd + [ast.Return(value=result)]
+    body = _init_saved(fc, params, fwd) + fwd + keep + seed + bwd + [ast.Return(value=result)]
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params] + [ast.arg(arg="g_out")],
                          kwonlyargs=[], kw_defaults=[], defaults=[const(1.0)], vararg=None, kwarg=None)
     return ast.FunctionDef(name=fn_name, args=args, body=body, decorator_list=[], returns=None,
@@ -296,7 +321,7 @@ def _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_n
     # names bound only on some paths must exist when the residual tuple is built
     partial = [assign(n, const(None)) for n in saved_names
                if n in fc.reassigned and n not in fc.saved_names and n not in params]
-    fwd_body = _init_saved(fc, params) + partial + fwd + [
+    fwd_body = _init_saved(fc, params, fwd) + partial + fwd + [
         ast.Return(value=ast.Tuple(elts=[ret_atom, residual], ctx=ast.Load()))]
     fwd_def = _def(fwd_name, params, fwd_body)
     unpack = []

@@ -28,7 +28,7 @@ NONE, SET, MAYBE = "none", "set", "maybe"
 def compound(rv, s: ast.stmt, in_loop: bool):
     if isinstance(s, ast.If):
         return _if(rv, s, in_loop)
-    return _loop(rv, s)
+    return _loop(rv, s, in_loop)
 
 
 def _if(rv, s: ast.If, in_loop: bool):
@@ -57,11 +57,11 @@ def _if(rv, s: ast.If, in_loop: bool):
     return fwd, backward
 
 
-def _loop(rv, s: ast.For | ast.While):
+def _loop(rv, s: ast.For | ast.While, in_loop: bool):
     fc = rv.fc
     fwd: list[ast.stmt] = []
     target = s.target.id if isinstance(s, ast.For) else None
-    saved_target = fc.save(target, fwd) if target else False
+    saved_target = fc.save(target, fwd, in_loop) if target else 0
     body_fwd, body_bwd = rv.forward_and_backward(s.body, True)
     if isinstance(s, ast.For):
         fwd.append(ast.For(target=s.target, iter=s.iter, body=body_fwd or [ast.Pass()], orelse=[]))

@@ -19,7 +19,8 @@ import ast
 from s2sad.transforms.astutil import anno
 
 
-def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options) -> tuple[list, list]:
+def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options,
+        keep: set[str] = frozenset()) -> tuple[list, list]:
     """Remove dead save/restore pairs; record what is still saved on ``fc``."""
     if options.optimize:
         read = _reads(bwd)
@@ -30,6 +31,7 @@ def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options) -> tuple[list, li
         fwd = _strip(fwd, lambda s: anno(s).get("save_id") in unread and "save" in anno(s))
         bwd = _strip(bwd, lambda s: anno(s).get("save_id") in unread and "restore" in anno(s))
         bwd = _prune(bwd)
+        bwd = _drop_dead_resets(bwd, keep=set(keep))
     fc.saved_names = {anno(s)["save"] for s in _walk(fwd) if "save" in anno(s)}
     fc.uses_tape = any(_uses_tape(s) for s in fwd)
     return fwd, bwd
@@ -62,6 +64,29 @@ def _scan(stmts, read_before: set[str], unread: set[int], in_loop: bool) -> set[
             if "src" in a:
                 read_before |= anno(a["src"]).get("bwd_reads", set())
     return read_before
+
+
+def _drop_dead_resets(stmts: list[ast.stmt], keep: set[str]) -> list[ast.stmt]:
+    """Remove ``g_x = None`` resets that nothing reads afterwards (straight-line code).
+
+    ``keep`` holds names read after ``stmts`` (e.g. the returned gradients).
+    Compound statements are kept whole; everything they read counts as live.
+    """
+    live = set(keep)
+    out: list[ast.stmt] = []
+    for s in reversed(stmts):
+        is_reset = (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                    and isinstance(s.value, ast.Constant) and s.value.value is None
+                    and "restore" not in anno(s) and s.targets[0].id.startswith("g_"))
+        if is_reset and s.targets[0].id not in live:
+            continue
+        out.append(s)
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
+                and not isinstance(s, (ast.If, ast.For, ast.While)):
+            live.discard(s.targets[0].id)
+        live |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)}
+    return _drop_dangling_comments(list(reversed(out)))
 
 
 def _reads(stmts: list[ast.stmt]) -> set[str]:

@@ -153,7 +153,7 @@ class FunctionReverser:
     def assign_stmt(self, s: ast.Assign, in_loop: bool):
         x = s.targets[0].id
         fwd: list[ast.stmt] = []
-        saved = self.fc.save(x, fwd)
+        saved = self.fc.save(x, fwd, in_loop)
         value = s.value
         call_rev = None
         self.pending_restore = None
@@ -320,7 +320,7 @@ class FunctionReverser:
         self.fc.locals.add(saved)
         if x in self.fc.reassigned:
             self.fc.reassigned.add(saved)
-        sid = self.fc.save(saved, fwd)
+        sid = self.fc.save(saved, fwd, in_loop)
         call_fwd = ast.Call(func=name(fwd_name), args=v.args, keywords=[])
         pair = ast.Tuple(elts=[name(x, store=True), name(saved, store=True)], ctx=ast.Store())
         fwd.append(ast.Assign(targets=[pair], value=call_fwd, type_comment=None))

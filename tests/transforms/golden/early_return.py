@@ -6,8 +6,6 @@ from s2sad.runtime.reductions import d_sum
 
 
 def early_return_top_value_and_grad(x, g_out=1.0):
-    tape = []
-    result = None
     result = None
     returned = False
     sum_1 = np.sum(x)
@@ -18,7 +16,7 @@ def early_return_top_value_and_grad(x, g_out=1.0):
     not_ = not returned
     if not_:
         y = x * x
-        tape.append(result)
+        result_old_2 = result
         result = np.sum(y)
     value = result
     g_x = None
@@ -26,7 +24,7 @@ def early_return_top_value_and_grad(x, g_out=1.0):
         # grad of: return np.sum(y)
         g_y = d_sum(g_out, result, y)[0]
         g_out = None
-        result = tape.pop()
+        result = result_old_2
         # grad of: y = x * x
         g_x = unbroadcast(g_y * x, x)
         g_x = accumulate(g_x, unbroadcast(g_y * x, x))
@@ -36,6 +34,4 @@ def early_return_top_value_and_grad(x, g_out=1.0):
         if g_out is not None:
             g_x = accumulate(g_x, d_sum(g_out, result, x)[0])
         g_out = None
-    # grad of: if np.sum(x) > 100:
-    g_out = None
     return (value, (finalize(g_x, x),))

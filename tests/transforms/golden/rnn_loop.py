@@ -9,7 +9,6 @@ from s2sad.runtime.reductions import d_sum
 
 def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0):
     tape = []
-    h = None
     matmul = None
     xs_item = None
     h = h0
@@ -58,5 +57,4 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0):
     g_h0 = None
     if g_h is not None:
         g_h0 = g_h
-    g_h = None
     return (out, (finalize(g_xs, xs), finalize(g_W, W), finalize(g_h0, h0)))

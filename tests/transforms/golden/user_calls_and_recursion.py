@@ -50,6 +50,4 @@ def power_rec_backward(g_out, saved):
         if g_mul is not None:
             g_x = accumulate(g_x, unbroadcast(g_mul * 0, x))
         g_mul = None
-    # grad of: if n == 0:
-    g_out = None
     return (g_x, None)

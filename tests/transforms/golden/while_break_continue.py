@@ -12,7 +12,6 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
     mul_2 = None
     not_ = None
     not__1 = None
-    y = None
     y = x
     k = 0
     stop = False
@@ -87,5 +86,4 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
     g_x = None
     if g_out is not None:
         g_x = g_out
-    g_out = None
     return (value, (finalize(g_x, x),))
