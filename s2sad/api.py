@@ -38,6 +38,10 @@ class GradientFunction:
         self._signature = inspect.signature(fun)
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
+        params = list(self._signature.parameters.values())
+        self._names = [p.name for p in params]
+        # plain positional parameters only: calls with all of them skip Signature.bind
+        self._simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         self._last = None
         functools.update_wrapper(self, fun)
 
@@ -47,6 +51,8 @@ class GradientFunction:
 
     # -- compiled module
     def _bind(self, args, kwargs) -> list[Any]:
+        if self._simple and not kwargs and len(args) == len(self._names):
+            return list(args)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return list(bound.arguments.values())
@@ -103,13 +109,15 @@ class GradientFunction:
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
         values = self._bind(args, kwargs)
-        names = list(self._signature.parameters)
         for i in self._argnums:
             if i >= len(values):
                 raise IndexError(f"argnums={i} but {self.fun.__name__} takes {len(values)} arguments")
-            _check_differentiable(values[i], names[i], i)
+            v = values[i]
+            if not (type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")):
+                _check_differentiable(v, self._names[i], i)  # the slow path: pytrees, errors
         value, grads = self._module(values)(*values)
-        if np.size(value) != 1 or isinstance(value, (tuple, list, dict)):
+        if not (type(value) is float or np.size(value) == 1) or isinstance(
+                value, (tuple, list, dict)):
             raise NonScalarOutputError(
                 f"{self.fun.__qualname__} returned a value of shape {np.shape(value)}; grad needs "
                 "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "

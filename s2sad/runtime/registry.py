@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,6 +42,11 @@ class Rule:
 
 _RULES: dict[Any, Rule] = {}
 _PARTIAL: dict[tuple[Any, int], Rule] = {}
+_FINGERPRINT: list[str] = []  # cached; emptied whenever the registry changes
+
+
+def _changed() -> None:
+    _FINGERPRINT.clear()
 _METHODS: dict[str, Any] = {}
 _ATTRIBUTES: dict[str, Any] = {}
 
@@ -77,6 +83,7 @@ def adjoint(*primals: Any, broadcasts: bool = False, argnum: int | None = None) 
         raise TypeError("adjoint() needs at least one primal function")
 
     def register(rule_fn: Callable) -> Callable:
+        _changed()
         for primal in primals:
             rule = Rule(primal, rule_fn, broadcasts, display_name(primal))
             if argnum is None:
@@ -99,17 +106,20 @@ def lookup_partial(fn: Any, argnum: int) -> Rule | None:
 
 def nondifferentiable(*primals: Any) -> None:
     """Declare that ``primals`` have zero gradient (integer, boolean or shape results)."""
+    _changed()
     for primal in primals:
         _RULES[_key(primal)] = Rule(primal, None, False, display_name(primal))
 
 
 def method_alias(method_name: str, function: Any) -> None:
     """``x.<method_name>(*a, **k)`` behaves like ``function(x, *a, **k)`` for rules."""
+    _changed()
     _METHODS[method_name] = function
 
 
 def attribute_alias(attr_name: str, function: Any) -> None:
     """``x.<attr_name>`` behaves like ``function(x)`` (e.g. ``T`` -> ``np.transpose``)."""
+    _changed()
     _ATTRIBUTES[attr_name] = function
 
 
@@ -153,23 +163,31 @@ def all_attributes() -> dict[str, Any]:
 def fingerprint() -> str:
     """A hash of every rule's name and source; part of every cache key."""
     _ensure_loaded()
+    if _FINGERPRINT:
+        return _FINGERPRINT[0]
     h = hashlib.sha256()
-    for rule in all_rules():
-        h.update(rule.name.encode())
-        h.update(b"B" if rule.broadcasts else b"-")
-        if rule.adjoint is not None:
+    # Built-in rules: the bytes of the runtime's own files (fast); rules registered
+    # elsewhere (users' custom rules): their source.
+    here = Path(__file__).parent
+    for path in sorted(here.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    partial = [(r.name, i, r) for (_, i), r in _PARTIAL.items()]
+    for name, extra, rule in [(r.name, "", r) for r in all_rules()] + sorted(
+            partial, key=lambda t: (t[0], t[1])):
+        h.update(f"{name}{extra}{'B' if rule.broadcasts else '-'}".encode())
+        fn = rule.adjoint
+        if fn is not None and not (getattr(fn, "__module__", "") or "").startswith(__package__):
             try:
-                h.update(inspect.getsource(rule.adjoint).encode())
+                h.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):
-                h.update(repr(rule.adjoint).encode())
-    for (primal, i), rule in sorted(_PARTIAL.items(), key=lambda kv: (kv[1].name, kv[0][1])):
-        h.update(f"{rule.name}#{i}".encode())
-        h.update(inspect.getsource(rule.adjoint).encode())
+                h.update(repr(fn).encode())
     for name, fn in sorted(_METHODS.items()):
         h.update(f"{name}={display_name(fn)}".encode())
     for name, fn in sorted(_ATTRIBUTES.items()):
         h.update(f"{name}:{display_name(fn)}".encode())
-    return h.hexdigest()[:16]
+    _FINGERPRINT.append(h.hexdigest()[:16])
+    return _FINGERPRINT[0]
 
 
 _LOADED = False
