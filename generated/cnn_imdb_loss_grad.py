@@ -28,8 +28,7 @@ def loss_value_and_grad(params, ids, y, g_out=1.0):
 def logits_forward(params, ids):
     params_item = params["E"]
     emb = nn.embedding(params_item, ids)
-    items = (0, 2, 1)
-    x = np.transpose(emb, items)
+    x = np.transpose(emb, (0, 2, 1))
     params_item_1 = params["K"]
     params_item_2 = params["kb"]
     conv1d = nn.conv1d(x, params_item_1, params_item_2)
@@ -37,8 +36,7 @@ def logits_forward(params, ids):
     p = nn.maxpool1d(c, POOL)
     shape = p.shape
     shape_item = shape[0]
-    neg = -1
-    flat = p.reshape(shape_item, neg)
+    flat = p.reshape(shape_item, -1)
     params_item_3 = params["W"]
     matmul = flat @ params_item_3
     params_item_4 = params["b"]
@@ -53,9 +51,7 @@ def logits_forward(params, ids):
             emb,
             flat,
             ids,
-            items,
             matmul,
-            neg,
             out,
             p,
             params,
@@ -78,9 +74,7 @@ def logits_backward(g_out, saved):
         emb,
         flat,
         ids,
-        items,
         matmul,
-        neg,
         out,
         p,
         params,
@@ -105,7 +99,7 @@ def logits_backward(g_out, saved):
     # grad of: flat = p.reshape(p.shape[0], -1)
     g_p = None
     if g_flat is not None:
-        g_p = d_reshape(g_flat, flat, p, shape_item, neg)[0]
+        g_p = d_reshape(g_flat, flat, p, shape_item, -1)[0]
     # grad of: p = nn.maxpool1d(c, POOL)  # (n, 8, (length - 2) // 8)
     g_c = None
     if g_p is not None:
@@ -132,7 +126,7 @@ def logits_backward(g_out, saved):
     # grad of: x = np.transpose(emb, (0, 2, 1))  # (n, 50, length): channels first
     g_emb = None
     if g_x is not None:
-        g_emb = d_transpose(g_x, x, emb, items)[0]
+        g_emb = d_transpose(g_x, x, emb, (0, 2, 1))[0]
     # grad of: emb = nn.embedding(params["E"], ids)  # (n, length, 50)
     g_params_item = None
     if g_emb is not None:

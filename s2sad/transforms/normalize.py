@@ -341,8 +341,8 @@ class Normalizer:
             return e
         if isinstance(e, ast.Attribute) and self.is_static(e):
             return e
-        if isinstance(e, ast.JoinedStr):
-            return e
+        if isinstance(e, ast.JoinedStr) or _is_literal(e):
+            return e  # -1, (0, 2, 1): constants stay inline
         v = self.value(e, out, hint)
         if isinstance(v, (ast.Name, ast.Constant)):
             return v
@@ -595,6 +595,17 @@ def _hint(v: ast.expr) -> str:
     if isinstance(v, ast.Dict):
         return "entries"
     return ""
+
+
+def _is_literal(e: ast.expr) -> bool:
+    """A number (possibly negated), or a tuple of such constants."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return isinstance(e.operand, ast.Constant) and isinstance(e.operand.value, (int, float))
+    if isinstance(e, ast.Tuple):
+        return all(_is_literal(x) for x in e.elts)
+    return False
 
 
 def _dict_view(it: ast.expr, norm: "Normalizer") -> ast.expr | None:

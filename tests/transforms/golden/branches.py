@@ -11,8 +11,7 @@ def if_elif_else_value_and_grad(x, g_out=1.0):
     if cond:
         y = x
     else:
-        neg = -10
-        cond_1 = s > neg
+        cond_1 = s > -10
         if cond_1:
             y = np.sin(x)
         else:
