@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError

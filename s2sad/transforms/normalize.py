@@ -24,16 +24,13 @@ reverse pass decide from that what each call needs.
 from __future__ import annotations
 
 import ast
-import inspect
-import types
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, loads, name, stores
+from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
+from s2sad.transforms.calls import CallInfo, CallNormalizer, LocalFunction, classify_object  # noqa: F401
+from s2sad.transforms.loops import LoopNormalizer
 from s2sad.transforms.parse import ParsedFunction, _MISSING, lambda_to_def
 
 _OP_NAMES = {
@@ -44,21 +41,11 @@ _OP_NAMES = {
 }
 
 
-@dataclass
-class CallInfo:
-    kind: str  # rule | user | local | method | unknown
-    target: Any = None  # the resolved object, local function name, or method name
-    extra: dict = field(default_factory=dict)
+class Normalizer(LoopNormalizer, CallNormalizer):
+    """Rewrites one parsed function into the normal form described above.
 
-
-@dataclass
-class LocalFunction:
-    node: ast.FunctionDef
-    freevars: list[str]
-
-
-class Normalizer:
-    """Rewrites one parsed function into the normal form described above."""
+    Loops are canonicalized in :mod:`loops`, calls classified in :mod:`calls`.
+    """
 
     def __init__(self, parsed: ParsedFunction, namer):
         self.parsed = parsed
@@ -223,108 +210,6 @@ class Normalizer:
         orelse = self.block(s.orelse, in_loop, nested=True)
         out.append(ast.If(test=test, body=body, orelse=orelse))
 
-    def stmt_While(self, s, out, in_loop):
-        cond = self.temp("cond", nonsimple=True)
-        self.assign_to(name(cond, store=True), s.test, out)
-        count = self.temp("n_iter", nonsimple=True)
-        out.append(assign(count, const(0)))
-        body = [self._increment(count)] + self.block(s.body, True, nested=True)
-        self.depth += 1
-        self.assign_to(name(cond, store=True), s.test, body)
-        self.depth -= 1
-        loop = ast.While(test=name(cond), body=body, orelse=[])
-        anno(loop)["count"] = count
-        out.append(loop)
-
-    def _increment(self, count: str) -> ast.stmt:
-        inc = ast.AugAssign(target=name(count, store=True), op=ast.Add(), value=const(1))
-        anno(inc)["counter"] = True
-        return inc
-
-    def stmt_For(self, s, out, in_loop):
-        rng, prologue_for = self._iteration(s.iter, s.target, out)
-        index = s.target.id if prologue_for is None else self.temp("i", nonsimple=True)
-        self.nonsimple.add(index)
-        body: list[ast.stmt] = []
-        self.depth += 1
-        if prologue_for is not None:
-            prologue_for(index, body)
-        self.depth -= 1
-        body += self.block(s.body, True, nested=True)
-        loop = ast.For(target=name(index, store=True), iter=name(rng), body=body or [ast.Pass()],
-                       orelse=[])
-        anno(loop)["range"] = rng
-        if _has_break(body):
-            count = self.temp("n_iter", nonsimple=True)
-            out.append(assign(count, const(0)))
-            loop.body.insert(0, self._increment(count))
-            anno(loop)["count"] = count
-        out.append(loop)
-
-    def _iteration(self, it: ast.expr, target: ast.expr, out):
-        """(name of a range object, callback emitting the target assignments or None)."""
-        fn = self.resolve(it.func) if isinstance(it, ast.Call) and self.is_static(it.func) else None
-        if fn is range and isinstance(target, ast.Name):
-            rng = self.temp("r")
-            out.append(assign(rng, self.value(it, out)))
-            return rng, None
-        seqs, bind = self._sequences(it, fn, target, out)
-        length: ast.expr = call("len", seqs[0])
-        if len(seqs) > 1:
-            length = call("min", *[call("len", q) for q in seqs])
-        rng = self.temp("r")
-        out.append(assign(rng, self.value(call("range", self.atom(length, out, "n")), out)))
-        return rng, bind
-
-    def _sequences(self, it, fn, target, out):
-        """Sequences indexed by the loop counter, and how to bind the target from them."""
-        if fn is enumerate and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
-            seq = self.atom(it.args[0], out, "seq")
-            start = it.args[1] if len(it.args) > 1 else None
-
-            def bind(i, body):
-                first = name(i) if start is None else ast.BinOp(left=name(i), op=ast.Add(), right=start)
-                self.assign_to(target.elts[0], first, body)
-                self.assign_to(target.elts[1], ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()), body)
-            return [seq], bind
-        if fn is zip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(it.args):
-            seqs = [self.atom(a, out, "seq") for a in it.args]
-
-            def bind(i, body):
-                for elt, q in zip(target.elts, seqs):
-                    self.assign_to(elt, ast.Subscript(value=q, slice=name(i), ctx=ast.Load()), body)
-            return seqs, bind
-        dict_view = _dict_view(it, self)
-        if dict_view is not None:
-            return self._dict_items(dict_view, it.func.attr, target, out)
-        if isinstance(it, ast.Call):
-            it = call("list", it)
-        seq = self.atom(it, out, "seq")
-
-        def bind(i, body):
-            self.assign_to(target, ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()), body)
-        return [seq], bind
-
-    def _dict_items(self, d, kind, target, out):
-        """``for k, v in d.items()`` -> loop over ``list(d.keys())`` reading ``d[k]``."""
-        keys = self.temp("keys")
-        keys_call = ast.Call(func=ast.Attribute(value=d, attr="keys", ctx=ast.Load()), args=[],
-                             keywords=[])
-        out.append(assign(keys, self.value(call("list", keys_call), out)))
-
-        def bind(i, body):
-            key = self.temp("key", nonsimple=True)
-            body.append(assign(key, ast.Subscript(value=name(keys), slice=name(i), ctx=ast.Load())))
-            item = ast.Subscript(value=d, slice=name(key), ctx=ast.Load())
-            if kind == "items":
-                self.assign_to(target.elts[0], name(key), body)
-                self.assign_to(target.elts[1], item, body)
-            elif kind == "values":
-                self.assign_to(target, item, body)
-            else:
-                self.assign_to(target, name(key), body)
-        return [name(keys)], bind
-
     # ------------------------------------------------------------------ nested functions
     def _lift(self, fname: str, node: ast.FunctionDef) -> None:
         inner_locals = {a.arg for a in node.args.args} | stores(node)
@@ -472,108 +357,6 @@ class Normalizer:
         anno(node)["call"] = info
         return node
 
-    def _bind_arguments(self, e: ast.Call, info: CallInfo) -> ast.Call:
-        """Rewrite a call to a user function with every argument positional."""
-        if info.kind == "local":
-            params, defaults = _def_params(self.local_functions[info.target].node)
-            params = params[: len(params) - len(self.local_functions[info.target].freevars)]
-        else:
-            params, defaults = _object_params(info.target, e.func)
-        if info.extra.get("self") is not None:
-            params = params[1:]
-        given = {k.arg: k.value for k in e.keywords}
-        unknown = set(given) - set(params)
-        if unknown or len(e.args) > len(params):
-            self.error(e, f"call does not match the signature of '{ast.unparse(e.func)}'",
-                       "check the argument names and count")
-            return e
-        args = list(e.args)
-        for p in params[len(e.args):]:
-            if p in given:
-                args.append(given[p])
-            elif p in defaults and defaults[p] is None:
-                self.error(e, f"the default of parameter '{p}' of '{ast.unparse(e.func)}' is not "
-                           "a literal", f"pass {p}=... explicitly in this call")
-                return e
-            elif p in defaults:
-                args.append(defaults[p])
-            else:
-                self.error(e, f"missing argument '{p}' in call to '{ast.unparse(e.func)}'",
-                           "pass every parameter that has no default")
-                return e
-        return ast.Call(func=e.func, args=args, keywords=[])
-
-    def classify(self, e: ast.Call) -> CallInfo:
-        func = e.func
-        if isinstance(func, ast.Name) and func.id in self.local_functions:
-            return CallInfo("local", func.id)
-        if self.is_static(func):
-            obj = self.resolve(func)
-            if obj is _MISSING:
-                self.error(func, f"unresolved name '{ast.unparse(func)}'",
-                           "define it at module level before calling the gradient")
-                return CallInfo("unknown")
-            self_expr = func.value if isinstance(func, ast.Attribute) else None
-            return classify_object(obj, self_expr)
-        if isinstance(func, ast.Attribute):
-            receiver = func.value
-            if isinstance(receiver, ast.Name) and receiver.id in self.parsed.example_args:
-                obj = getattr(self.parsed.example_args[receiver.id], func.attr, _MISSING)
-                if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
-                    return CallInfo("user", obj.__func__, {"self": name(receiver.id)})
-            return CallInfo("method", func.attr)
-        return CallInfo("unknown")
-
-
-def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
-    """How a call to the Python object ``obj`` is differentiated."""
-    if registry.lookup(obj) is not None:
-        return CallInfo("rule", obj)
-    if isinstance(obj, types.MethodType):
-        if registry.lookup(obj.__func__) is not None:
-            return CallInfo("rule", obj.__func__, {"self": self_expr})
-        if _has_source(obj.__func__):
-            return CallInfo("user", obj.__func__, {"self": self_expr})
-    if isinstance(obj, types.FunctionType) and _has_source(obj):
-        return CallInfo("user", obj)
-    return CallInfo("unknown", obj)
-
-
-def _has_source(fn: Any) -> bool:
-    mod = getattr(fn, "__module__", "") or ""
-    if mod.startswith(("numpy", "s2sad.runtime")):
-        return False
-    try:
-        inspect.getsourcefile(fn)
-        return inspect.getsourcelines(fn) is not None
-    except (OSError, TypeError):
-        return False
-
-
-def _def_params(node: ast.FunctionDef) -> tuple[list[str], dict[str, ast.expr]]:
-    params = [a.arg for a in node.args.args]
-    defaults = dict(zip(params[len(params) - len(node.args.defaults):], node.args.defaults))
-    return params, defaults
-
-
-def _object_params(fn: Any, func_expr: ast.expr) -> tuple[list[str], dict[str, ast.expr]]:
-    """Parameter names of a Python function, and its defaults as expressions."""
-    sig = inspect.signature(fn)
-    params, defaults = [], {}
-    for i, p in enumerate(sig.parameters.values()):
-        params.append(p.name)
-        if p.default is not inspect.Parameter.empty:
-            defaults[p.name] = _default_expr(fn, p.name, p.default)
-    return params, defaults
-
-
-def _default_expr(fn: Any, pname: str, value: Any) -> ast.expr | None:
-    """A literal default as a constant; None when it is some other object."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return const(value)
-    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return ast.Tuple(elts=[const(v) for v in value], ctx=ast.Load())
-    return None
 
 
 def _hint(v: ast.expr) -> str:
@@ -606,19 +389,6 @@ def _is_literal(e: ast.expr) -> bool:
     if isinstance(e, ast.Tuple):
         return all(_is_literal(x) for x in e.elts)
     return False
-
-
-def _dict_view(it: ast.expr, norm: "Normalizer") -> ast.expr | None:
-    """The dict of ``d.items()`` / ``d.values()`` / ``d.keys()`` on a local, else None."""
-    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args
-            and it.func.attr in ("items", "values", "keys")
-            and isinstance(it.func.value, ast.Name) and it.func.value.id in norm.locals):
-        return it.func.value
-    return None
-
-
-def _has_break(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], ast.If) and isinstance(body[-1].body[0], ast.Break)
 
 
 def ssa_rename(node: ast.FunctionDef, nonsimple: set[str], namer, skip: set[str]) -> None:

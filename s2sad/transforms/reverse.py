@@ -230,21 +230,7 @@ class FunctionReverser:
         if len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
             partial = registry.lookup_partial(fn, wanted[0])
             if partial is not None:  # only this cotangent is needed: skip the others' work
-                rule = partial
-                exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
-                if exprs is not None:
-                    exprs = [exprs[0] if i == wanted[0] else None for i in range(len(args))]
-                else:
-                    call_ = ast.Call(func=self.fc.module.rule_ref(rule.adjoint),
-                                     args=[gx, ans, *args],
-                                     keywords=[ast.keyword(arg=k, value=v) for k, v in kwargs.items()])
-                    exprs = [ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
-                             if i == wanted[0] else None for i in range(len(args))]
-                for i in wanted:
-                    e = exprs[i]
-                    if rule.broadcasts:
-                        e = call(self.helper("unbroadcast"), e, args[i])
-                    self.accumulate(args[i].id, e, out, definite=0 in definite_positions(rule.adjoint))
+                self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
         definite = set(range(len(args)))
@@ -270,6 +256,20 @@ class FunctionReverser:
             if rule.broadcasts:
                 e = call(self.helper("unbroadcast"), e, args[i])
             self.accumulate(args[i].id, e, out, definite=i in definite)
+
+    def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
+        """Accumulate argument ``i``'s cotangent from a partial rule."""
+        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        if exprs is not None:
+            e = exprs[0]
+        else:
+            keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
+            call_ = ast.Call(func=self.fc.module.rule_ref(rule.adjoint), args=[gx, ans, *args],
+                             keywords=keywords)
+            e = ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
+        if rule.broadcasts:
+            e = call(self.helper("unbroadcast"), e, args[i])
+        self.accumulate(args[i].id, e, out, definite=0 in definite_positions(rule.adjoint))
 
     def called_rule(self, rule, gx, ans, args, kwargs, wanted, out) -> list[ast.expr | None]:
         """Call a rule that cannot be inlined; return expressions for its cotangents."""
