@@ -120,3 +120,16 @@ def test_non_scalar_output_is_an_error():
 def test_function_without_source():
     with pytest.raises(errors.SourceUnavailableError, match="cannot read the source"):
         s2sad.grad(eval("lambda x: x * 2"))(1.0)
+
+
+def test_discarded_method_result_is_refused():
+    err = compile_error(bad.sorts_in_place, np.array([3.0, 1.0, 2.0]))
+    assert err.line == line_of(bad.sorts_in_place, "y.sort()")
+    assert "in place" in str(err) and "np.sort(y" in str(err)
+
+
+def test_augmented_assignment_seen_through_an_alias_is_refused():
+    # numpy's k += 1 changes k2 too; s2sad would compute with the old k2
+    err = compile_error(bad.augassign_through_alias, np.ones(3))
+    assert isinstance(err, errors.AliasingError)
+    assert err.line == line_of(bad.augassign_through_alias, "np.sum(x * k2)")

@@ -158,16 +158,34 @@ def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
         for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
             _check_call(call, act, source, missing, unsupported)
         target, _ = _flow(s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _is_append(s):
+            if _check_discarded_method(s.value, act, source, unsupported):
+                continue
         mutates = isinstance(s, ast.Expr) or (
             isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript))
         if mutates and target in params:
             unsupported.append(source.problem(
                 s, f"in-place change of the argument '{target}'",
                 f"work on a copy: {target} = {target}.copy() (or list({target})) first"))
+    if unsupported:  # first: it explains e.g. x.sort() better than "no rule for .sort()"
+        raise UnsupportedSyntaxError(unsupported)
     if missing:
         raise MissingRuleError(missing)
-    if unsupported:
-        raise UnsupportedSyntaxError(unsupported)
+
+
+def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) -> bool:
+    """``x.sort()`` / ``x.fill(0)``: a method of a differentiated value whose result is
+    dropped can only matter by changing the value in place, which s2sad cannot see."""
+    info: CallInfo = anno(call).get("call", CallInfo("unknown"))
+    if info.kind == "method" and isinstance(call.func.value, ast.Name) \
+            and call.func.value.id in act.active:
+        recv, meth = call.func.value.id, call.func.attr
+        unsupported.append(source.problem(
+            call, f"the result of '{recv}.{meth}(...)' is discarded, so it can only change "
+            f"'{recv}' in place, which s2sad does not differentiate",
+            f"use the out-of-place form and assign it, e.g. {recv} = np.{meth}({recv}, ...)"))
+        return True
+    return False
 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:

@@ -102,6 +102,11 @@ class _Checker:
             return twice
         self.reads(s, state)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            if anno(s).get("augassign"):  # x += ...: in place for arrays, seen by aliases
+                v = s.value  # after SSA the target may be x_1; the changed object is x
+                changed = v.left.id if isinstance(v, ast.BinOp) and isinstance(
+                    v.left, ast.Name) else s.targets[0].id
+                self.mutate(changed, s, state, always=True)
             self.define(s.targets[0].id, s.value, state)
         elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
             base = s.targets[0].value.id
@@ -145,8 +150,8 @@ class _Checker:
                 state.observe(z, base)
                 state.observe(base, z)
 
-    def mutate(self, y: str, s: ast.stmt, state: _State) -> None:
-        if y not in self.act.active:
+    def mutate(self, y: str, s: ast.stmt, state: _State, always: bool = False) -> None:
+        if y not in self.act.active and not always:
             return
         for other in state.observers.get(y, set()):
             if other != y:

@@ -163,6 +163,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         target = s.target
         if isinstance(target, ast.Name):
             self.assign_to(target, ast.BinOp(left=name(target.id), op=s.op, right=s.value), out)
+            # Python changes an array in place here; the aliasing pass checks that no
+            # other name still refers to it (then rebinding is the same thing).
+            anno(out[-1])["augassign"] = True
             return
         index = self.index(target.slice, out)
         old = self.temp(f"{target.value.id}_item")
