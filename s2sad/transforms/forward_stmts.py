@@ -1,0 +1,368 @@
+"""Forward mode, statement by statement: assignments, mutation, calls, if and loops.
+
+Each function takes the :class:`~s2sad.transforms.forward.FunctionForward` of
+the function being compiled, one normalized statement and the list to emit
+into.  Branches join the tangent states of their arms; loops iterate their
+body's states to a fixpoint (dry runs that are rolled back), so that a tangent
+is declared possibly-None exactly where some path leaves it None::
+
+    y = x                              t_y = t_x
+    for i in r:                        for i in r:
+        if c:                ->            if c:
+            y = y * 2                          t_y = t_y * 2   (t_y is set on every path)
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from s2sad.runtime import support, tangents
+from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.forward import (
+    INACTIVE_METHODS,
+    MUTATORS,
+    FunctionForward,
+    mutator_position,
+    op_of_value,
+    rule_tangent,
+)
+from s2sad.transforms.reverse import index_value
+from s2sad.runtime import registry
+from s2sad.transforms.tangent_exprs import MAYBE, NONE, SET, Op, Tangent
+
+
+def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:
+    return isinstance(e, ast.Name) and ff.st(e.id) != NONE
+
+
+# ---------------------------------------------------------------- x = value
+
+
+def assign_stmt(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None:
+    x, v = s.targets[0].id, s.value
+    if isinstance(v, ast.Call) and anno(v)["call"].kind in ("user", "local"):
+        user_call(ff, s, x, v, out)
+        return
+    if not ff.useful(x):  # nothing that reaches the output reads t_x
+        out.append(s)
+        ff.state[x] = NONE
+        return
+    pre: list[ast.stmt] = []
+    tan: list[ast.stmt] = []
+    ff.set_tangent(x, value_tangent(ff, x, v, pre), tan)
+    ff.emit(s, [s], tan, out, pre)
+
+
+def value_tangent(ff: FunctionForward, x: str, v: ast.expr, pre: list[ast.stmt]) -> Tangent | None:
+    """The tangent of ``x = v`` for any normalized value ``v``."""
+    if isinstance(v, ast.Name):
+        if ff.st(v.id) == NONE:
+            return None
+        return Tangent(name(ff.t(v.id)), ff.st(v.id), v.id in ff.holey)
+    if isinstance(v, (ast.Tuple, ast.List)):
+        return _literal(ff, v, v.elts, lambda ts: type(v)(elts=ts, ctx=ast.Load()))
+    if isinstance(v, ast.Dict):
+        keys = v.keys
+        return _literal(ff, v, v.values, lambda ts: ast.Dict(
+            keys=[copy.deepcopy(k) for k in keys], values=ts))
+    if isinstance(v, ast.Call):
+        return _call_tangent(ff, x, v, pre)
+    op = op_of_value(ff, v)
+    return None if op is None else rule_tangent(ff, op, x, pre)
+
+
+def _literal(ff: FunctionForward, v: ast.expr, elts: list[ast.expr], build) -> Tangent | None:
+    """``[a, b]`` -> ``[t_a, None]``: a container tangent (holey if any entry may be None)."""
+    if not elts:  # an empty container: its tangent is an empty container
+        return Tangent(build([]), SET, False)
+    if not any(_has_tangent(ff, e) for e in elts):
+        return None
+    ts: list[ast.expr] = []
+    holey = False
+    for e in elts:
+        if _has_tangent(ff, e):
+            ts.append(name(ff.t(e.id)))
+            holey = holey or ff.st(e.id) != SET or e.id in ff.holey
+        else:
+            ts.append(const(None))
+            holey = True
+    return Tangent(build(ts), SET, holey)
+
+
+def _call_tangent(ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt]) -> Tangent | None:
+    info = anno(v)["call"]
+    _check_keywords(ff, v)
+    kwargs = {k.arg: k.value for k in v.keywords}
+    if info.kind == "method":
+        return _method_tangent(ff, x, v, info.target, kwargs, pre)
+    keywords = v.keywords
+    func = v.func
+    op = Op(info.target, list(v.args), lambda a: ast.Call(
+        func=copy.deepcopy(func), args=a, keywords=copy.deepcopy(keywords)), kwargs, v)
+    return rule_tangent(ff, op, x, pre)
+
+
+def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
+    for kw in v.keywords:
+        if _has_tangent(ff, kw.value):
+            ff.fail(kw.value, f"differentiated value '{kw.value.id}' passed as keyword "
+                    f"argument '{kw.arg}'", "pass it as a positional argument")
+
+
+def _method_tangent(ff: FunctionForward, x: str, v: ast.Call, method: str, kwargs: dict,
+                    pre: list[ast.stmt]) -> Tangent | None:
+    recv = v.func.value
+    if method in INACTIVE_METHODS:
+        return None
+    if method in ("pop", "get"):  # the same method on the tangent container
+        if not _has_tangent(ff, recv):
+            return None
+        ff.materialize(recv.id, pre)
+        expr = ast.Call(func=ast.Attribute(value=name(ff.t(recv.id)), attr=method,
+                                           ctx=ast.Load()),
+                        args=[copy.deepcopy(a) for a in v.args], keywords=[])
+        holey = recv.id in ff.holey or method == "get"
+        return Tangent(expr, MAYBE if holey else SET, holey)
+    fn = registry.lookup_method(method)
+    if fn is None:
+        if _has_tangent(ff, recv) or any(_has_tangent(ff, a) for a in v.args):
+            ff.fail(v, f"no forward (tangent) rule for the method '.{method}()' of a "
+                    "differentiated value", f"call the NumPy function instead "
+                    f"(np.{method}(x, ...))", missing=True)
+        return None
+    keywords = v.keywords
+    op = Op(fn, [recv, *v.args], lambda a: ast.Call(
+        func=ast.Attribute(value=a[0], attr=method, ctx=ast.Load()), args=a[1:],
+        keywords=copy.deepcopy(keywords)), kwargs, v)
+    return rule_tangent(ff, op, x, pre)
+
+
+# ---------------------------------------------------------------- calls to user functions
+
+
+def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
+              out: list[ast.stmt]) -> None:
+    """``x = g(a, b)`` -> ``x, t_x = g_jvp(a, b, t_a)`` (only tangents that exist)."""
+    info = anno(v)["call"]
+    useful = ff.useful(x)
+    active = [a for a in v.args if useful and _has_tangent(ff, a)]
+    if not active and info.kind == "user":
+        tan: list[ast.stmt] = []
+        if useful:
+            ff.set_tangent(x, None, tan)
+        ff.state[x] = NONE
+        ff.emit(s, [s], tan, out)
+        return
+    pre: list[ast.stmt] = []
+    for a in active:
+        ff.materialize(a.id, pre)
+    pattern = tuple(0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args)
+    fname = ff.module.request_jvp(info, pattern, ff)
+    jvp_call = ast.Call(func=name(fname), args=list(v.args) + [name(ff.t(a.id)) for a in active],
+                        keywords=[])
+    if not active:
+        tan = []
+        if useful:
+            ff.set_tangent(x, None, tan)
+        ff.state[x] = NONE
+        first = assign(x, ast.Subscript(value=jvp_call, slice=const(0), ctx=ast.Load()))
+        ff.emit(s, [first], tan, out)
+        return
+    pair = ast.Tuple(elts=[name(x, store=True), name(ff.t(x), store=True)], ctx=ast.Store())
+    new = ast.Assign(targets=[pair], value=jvp_call, type_comment=None)
+    ff.state[x] = MAYBE
+    ff.holey.add(x)
+    ff.emit(s, [new], [], out, pre)
+
+
+# ---------------------------------------------------------------- mutation
+
+
+def setitem(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None:
+    """``y[i] = v`` -> also ``t_y[i] = t_v`` (zeros for t_y first if it has none)."""
+    target = s.targets[0]
+    y, v = target.value.id, s.value
+    if not ff.useful(y) or (ff.st(y) == NONE and not _has_tangent(ff, v)):
+        out.append(s)
+        return
+    _no_argument_change(ff, s, y)
+    pre: list[ast.stmt] = []
+    ff.materialize(y, pre)
+    tan: list[ast.stmt] = []
+    if _has_tangent(ff, v) and ff.st(v.id) == SET:
+        store = ast.Subscript(value=name(ff.t(y)), slice=copy.deepcopy(target.slice),
+                              ctx=ast.Store())
+        tan.append(ast.Assign(targets=[store], value=name(ff.t(v.id)), type_comment=None))
+    else:
+        value = name(ff.t(v.id)) if _has_tangent(ff, v) else const(None)
+        tan.append(ast.Expr(value=call(ff.rule_ref(tangents.set_item), name(ff.t(y)),
+                                       index_value(copy.deepcopy(target.slice)), value)))
+    if not _has_tangent(ff, v) or ff.st(v.id) != SET or v.id in ff.holey:
+        ff.holey.add(y)
+    ff.emit(s, [s], tan, out, pre)
+
+
+def _no_argument_change(ff: FunctionForward, s: ast.stmt, y: str) -> None:
+    if y in ff.params and ff.st(y) != NONE:
+        ff.fail(s, f"in-place change of the argument '{y}'",
+                f"work on a copy: {y} = {y}.copy() (or list({y})) first")
+
+
+def expr_call(ff: FunctionForward, s: ast.Expr, out: list[ast.stmt]) -> None:
+    """A call whose value is dropped: only in-place changes matter to tangents."""
+    v = s.value
+    info = anno(v)["call"]
+    if info.kind == "method" and isinstance(v.func.value, ast.Name):
+        _method_statement(ff, s, v.func.value.id, info.target, out)
+        return
+    if info.kind in ("rule", "unknown") and mutator_position(info.target) is not None:
+        _mutator(ff, s, info.target, out)
+        return
+    if info.kind == "unknown" and any(_has_tangent(ff, a) for a in v.args):
+        if tangents.lookup(info.target) is None:
+            ff.fail(v, f"no forward (tangent) rule for {ast.unparse(v.func)}, called on a "
+                    "differentiated value", "register one with "
+                    "s2sad.runtime.tangents.tangent(fn)", missing=True)
+    out.append(s)
+
+
+def _method_statement(ff: FunctionForward, s: ast.Expr, recv: str, method: str,
+                      out: list[ast.stmt]) -> None:
+    v = s.value
+    if method == "append":
+        _append(ff, s, recv, v.args[0], out)
+        return
+    if ff.st(recv) == NONE or not ff.useful(recv):
+        out.append(s)
+        return
+    if method == "pop":  # keep t_L as long as L
+        _no_argument_change(ff, s, recv)
+        pre: list[ast.stmt] = []
+        ff.materialize(recv, pre)
+        pop = ast.Call(func=ast.Attribute(value=name(ff.t(recv)), attr="pop", ctx=ast.Load()),
+                       args=[copy.deepcopy(a) for a in v.args], keywords=[])
+        ff.emit(s, [s], [ast.Expr(value=pop)], out, pre)
+        return
+    fn = registry.lookup_method(method)
+    if fn is None and method not in INACTIVE_METHODS:
+        ff.fail(v, f"the method '.{method}()' may change a differentiated value in place",
+                "build a new value instead (forward mode mirrors only append, pop and "
+                "item assignment)", missing=True)
+    out.append(s)
+
+
+def _append(ff: FunctionForward, s: ast.Expr, lst: str, v: ast.expr,
+            out: list[ast.stmt]) -> None:
+    if not ff.useful(lst) or (ff.st(lst) == NONE and not _has_tangent(ff, v)):
+        out.append(s)
+        return
+    _no_argument_change(ff, s, lst)
+    pre: list[ast.stmt] = []
+    ff.materialize(lst, pre)
+    value = name(ff.t(v.id)) if _has_tangent(ff, v) else const(None)
+    tan = [ast.Expr(value=ast.Call(
+        func=ast.Attribute(value=name(ff.t(lst)), attr="append", ctx=ast.Load()),
+        args=[value], keywords=[]))]
+    if not _has_tangent(ff, v) or ff.st(v.id) != SET or v.id in ff.holey:
+        ff.holey.add(lst)
+    ff.emit(s, [s], tan, out, pre)
+
+
+def _mutator(ff: FunctionForward, s: ast.Expr, fn, out: list[ast.stmt]) -> None:
+    """``restore_item(y, i, old)`` (gradient modules) and the tangent helpers that
+    assign items: the same change on ``t_y`` with the new value's tangent."""
+    args = s.value.args
+    y, new = args[0], args[MUTATORS[fn]]
+    if not isinstance(y, ast.Name) or not ff.useful(y.id) or (
+            ff.st(y.id) == NONE and not _has_tangent(ff, new)):
+        out.append(s)
+        return
+    pre: list[ast.stmt] = []
+    ff.materialize(y.id, pre)
+    value = name(ff.t(new.id)) if _has_tangent(ff, new) else const(None)
+    rest = [copy.deepcopy(a) for a in args[1:]]
+    rest[MUTATORS[fn] - 1] = value
+    helper = tangents.restore_tangent if fn is support.restore_item else fn
+    if fn is support.restore_item:
+        rest.append(copy.deepcopy(new))
+    tan = [ast.Expr(value=call(ff.rule_ref(helper), name(ff.t(y.id)), *rest))]
+    ff.holey.add(y.id)
+    ff.emit(s, [s], tan, out, pre)
+
+
+# ---------------------------------------------------------------- branches and loops
+
+
+def _join(a: tuple, b: tuple) -> tuple:
+    states: dict[str, str] = {}
+    for x in set(a[0]) | set(b[0]):
+        sa, sb = a[0].get(x, NONE), b[0].get(x, NONE)
+        states[x] = sa if sa == sb else MAYBE
+    return {x: s for x, s in states.items() if s != NONE}, a[1] | b[1]
+
+
+def _current(ff: FunctionForward) -> tuple:
+    return {x: s for x, s in ff.state.items() if s != NONE}, set(ff.holey)
+
+
+def _set_current(ff: FunctionForward, states: tuple) -> None:
+    ff.state, ff.holey = dict(states[0]), set(states[1])
+
+
+def _declare(ff: FunctionForward, before: dict, after: dict) -> list[ast.stmt]:
+    """``t_x = None`` for tangents that exist after a compound statement but not before."""
+    return [assign(ff.t(x), const(None)) for x in sorted(after)
+            if before.get(x, NONE) == NONE and x in ff.tnames]
+
+
+def if_stmt(ff: FunctionForward, s: ast.If, out: list[ast.stmt]) -> None:
+    entry = _current(ff)
+    ff.last_origin = None
+    body = ff.block(s.body)
+    first = _current(ff)
+    _set_current(ff, entry)
+    ff.last_origin = None
+    orelse = ff.block(s.orelse)
+    second = _current(ff)
+    joined = _join(first, second)
+    both = {x for x in joined[0] if x in first[0] and x in second[0]}
+    declared = _declare(ff, {**entry[0], **{x: SET for x in both}}, joined[0])
+    _set_current(ff, joined)
+    ff.last_origin = None
+    out.extend(declared)
+    out.append(ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse))
+
+
+def loop(ff: FunctionForward, s: ast.For | ast.While, out: list[ast.stmt]) -> None:
+    """The loop with its body transformed under the fixpoint of the body's states."""
+    entry = _current(ff)
+    guess = entry
+    for _ in range(16):
+        snap = ff.snapshot()
+        _enter_body(ff, s, guess)
+        ff.block(s.body)
+        after = _current(ff)
+        ff.restore(snap)
+        new = _join(entry, after)
+        if new == guess:
+            break
+        guess = new
+    _enter_body(ff, s, guess)
+    ff.last_origin = None
+    body = ff.block(s.body) or [ast.Pass()]
+    _set_current(ff, _join(guess, _current(ff)))
+    ff.last_origin = None
+    out.extend(_declare(ff, entry[0], guess[0]))
+    if isinstance(s, ast.For):
+        new_loop: ast.stmt = ast.For(target=s.target, iter=s.iter, body=body, orelse=[],
+                                     type_comment=None)
+    else:
+        new_loop = ast.While(test=s.test, body=body, orelse=[])
+    out.append(new_loop)
+
+
+def _enter_body(ff: FunctionForward, s: ast.stmt, states: tuple) -> None:
+    _set_current(ff, states)
+    if isinstance(s, ast.For) and isinstance(s.target, ast.Name):
+        ff.state.pop(s.target.id, None)  # the loop counter carries no tangent

@@ -1,0 +1,295 @@
+"""Tangent expressions: what one normalized operation adds to its output's tangent.
+
+An operation ``x = f(a, b)`` is described by an :class:`Op` (the primal ``f``
+the tangent rules know, its positional operands, keywords, and how to rebuild
+the primal expression with other operands).  Each operand with a tangent gives
+one contribution, chosen by the rule's kind (:mod:`s2sad.runtime.tangents`)::
+
+    x = W @ h            linear in each operand      t_x = t_W @ h + W @ t_h
+    y = np.tanh(x)       elementwise: adjoint, g:=t  t_y = t_x * (1.0 - y * y)
+    m = np.max(x, 1)     reduction                   t_m = jvp_reduction(d_max, t_x, m, x, 1)
+    z = x ** 3           constant power (folded)     t_z = t_x * (3 * x ** 2)
+
+One-expression rules are inlined as source; others are called by name.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import inspect
+import operator
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from s2sad.runtime import support, tangents
+from s2sad.runtime.tangents import TangentRule
+from s2sad.transforms.astutil import call, const, name
+from s2sad.transforms.rules import instantiate
+
+NONE, SET, MAYBE = "none", "set", "maybe"
+
+#: linear primals that accept a container tangent with None entries as it is
+HOLES_OK = {operator.getitem, list, tuple}
+#: none-accepting helpers whose result may be None even for a non-None tangent
+MAYBE_RESULT = {support.item_of}
+
+
+@dataclass
+class Op:
+    """One normalized operation, as the tangent rules see it."""
+
+    fn: Any
+    args: list[ast.expr]
+    rebuild: Callable[[list[ast.expr]], ast.expr]
+    kwargs: dict[str, ast.expr] = field(default_factory=dict)
+    node: ast.AST | None = None
+
+
+@dataclass
+class Tangent:
+    """The tangent expression of an operation's result, with what is known of it."""
+
+    expr: ast.expr
+    state: str = SET  # SET: never None at run time; MAYBE: may be None
+    holey: bool = False  # a container whose entries may be None
+    alias: bool = False  # the expression is an operand's tangent itself (no new array)
+
+
+def op_tangent(ff, rule: TangentRule, op: Op, ans: str, pre: list[ast.stmt]) -> Tangent | None:
+    """The tangent of ``ans = op`` (None: zero), materializing operand tangents in ``pre``."""
+    active = [i for i, a in enumerate(op.args)
+              if isinstance(a, ast.Name) and ff.st(a.id) != NONE and rule.differentiable_in(i)]
+    if not active:
+        return None
+    if rule.kind == "additive":
+        return _additive(ff, rule, op, active)
+    parts: list[Tangent] = []
+    for i in active:
+        part = _contribution(ff, rule, op, i, _operand(ff, rule, op, i, pre), ans)
+        if part is not None:
+            parts.append(part)
+    return combine(ff, parts, rule.container)
+
+
+def combine(ff, parts: list[Tangent], container: bool) -> Tangent | None:
+    """The sum of contributions (``+``, or ``add`` where one may be None or a container)."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    expr = parts[0].expr
+    careful = container or any(p.state != SET for p in parts)
+    for p in parts[1:]:
+        if careful:
+            expr = call(ff.module.helper("add"), expr, p.expr)
+        elif isinstance(p.expr, ast.UnaryOp) and isinstance(p.expr.op, ast.USub):
+            expr = ast.BinOp(left=expr, op=ast.Sub(), right=p.expr.operand)
+        else:
+            expr = ast.BinOp(left=expr, op=ast.Add(), right=p.expr)
+    state = SET if any(p.state == SET for p in parts) else MAYBE
+    return Tangent(expr, state, container or any(p.holey for p in parts))
+
+
+def _operand(ff, rule: TangentRule, op: Op, i: int, pre: list[ast.stmt]) -> Tangent:
+    """Operand i's tangent as the rule needs it: never None unless the rule allows it."""
+    a = op.args[i].id
+    if ff.st(a) == MAYBE and not rule.none_ok:
+        ff.materialize(a, pre)
+    expr: ast.expr = name(ff.t(a))
+    holey = a in ff.holey
+    needs_fill = rule.kind != "linear" or (rule.primal not in HOLES_OK and not rule.none_ok)
+    if holey and needs_fill:
+        expr = call(ff.rule_ref(tangents.filled), expr, op.args[i])
+        holey = False
+    return Tangent(expr, ff.st(a), holey)
+
+
+def _replaced(args: list[ast.expr], i: int, t: ast.expr) -> list[ast.expr]:
+    return [t if k == i else copy.deepcopy(a) for k, a in enumerate(args)]
+
+
+def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str) -> Tangent | None:
+    """Operand i's contribution ``J_i t`` to the tangent of ``ans``."""
+    kind = rule.kind
+    if kind == "linear":
+        expr = op.rebuild(_replaced(op.args, i, t.expr))
+        maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
+        if rule.primal in HOLES_OK:
+            maybe = maybe or t.holey
+        holey = rule.container or (rule.primal in HOLES_OK and t.holey)
+        return Tangent(expr, MAYBE if maybe else SET, holey)
+    if kind == "elementwise":
+        power = _constant_power(op, i, t.expr)
+        if power is not None:
+            return power
+        return _elementwise(ff, rule, op, i, t.expr, ans)
+    if kind == "adjoint_of_multilinear":
+        if i == 1:
+            return None
+        expr = op.rebuild(_replaced(op.args, i, t.expr))
+        if i >= 2:
+            expr = call(ff.rule_ref(tangents.zero_entry), expr, const(i - 2))
+        return Tangent(expr, SET, True)
+    rest = _kw(op)
+    if kind == "scalar":
+        expr = call(ff.rule_ref(tangents.jvp_scalar), ff.rule_ref(rule.adjoint), const(i),
+                    t.expr, name(ans), *op.args)
+    elif kind == "reduction":
+        if i != 0:
+            return None
+        expr = call(ff.rule_ref(tangents.jvp_reduction), ff.rule_ref(rule.adjoint), t.expr,
+                    name(ans), *op.args)
+    else:  # written
+        return _written(ff, rule, op, i, t.expr, ans)
+    expr.keywords = rest
+    return Tangent(expr, SET, rule.container)
+
+
+def _kw(op: Op) -> list[ast.keyword]:
+    return [ast.keyword(arg=k, value=copy.deepcopy(v)) for k, v in op.kwargs.items()]
+
+
+def _additive(ff, rule: TangentRule, op: Op, active: list[int]) -> Tangent:
+    """``f(t_a, t_b)`` for a jointly linear ``f`` that reads None as zero."""
+    ts = [name(ff.t(a.id)) if i in active else const(None) for i, a in enumerate(op.args)]
+    maybe = all(ff.st(op.args[i].id) != SET for i in active)
+    holey = any(op.args[i].id in ff.holey for i in active)
+    if len(active) == 1:  # add(t, None) is t itself
+        return Tangent(ts[active[0]], MAYBE if maybe else SET, holey, alias=True)
+    return Tangent(op.rebuild(ts), MAYBE if maybe else SET, holey or rule.container)
+
+
+def _elementwise(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -> Tangent | None:
+    """The adjoint rule with g := t (a diagonal Jacobian is symmetric), entry i."""
+    exprs = instantiate(rule.adjoint, t, name(ans), op.args, op.kwargs)
+    if exprs is None:
+        rule_call = ast.Call(func=ff.rule_ref(rule.adjoint), args=[t, name(ans), *op.args],
+                             keywords=_kw(op))
+        expr: ast.expr | None = ast.Subscript(value=rule_call, slice=const(i), ctx=ast.Load())
+    else:
+        expr = exprs[i] if i < len(exprs) else None
+        if expr is None:
+            return None
+        ff.bind_np(expr)
+    alias = isinstance(expr, ast.Name)
+    if rule.broadcasts and not _full_shape(expr, ans, op.args, i):
+        expr = call(ff.rule_ref(tangents.broadcast_like), expr, name(ans))
+    return Tangent(expr, SET, False, alias=alias)
+
+
+def _full_shape(expr: ast.expr, ans: str, args: list[ast.expr], i: int) -> bool:
+    """True when ``expr`` combines the output or every other operand elementwise.
+
+    Then it already has the broadcast shape of the output; otherwise (``g`` alone
+    for an add) it may be smaller and is broadcast explicitly.
+    """
+    used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    others = {a.id for k, a in enumerate(args) if k != i and isinstance(a, ast.Name)}
+    return ans in used or (others <= used and bool(others)) or not any(
+        isinstance(a, ast.Name) for k, a in enumerate(args) if k != i)
+
+
+def _constant_power(op: Op, i: int, t: ast.expr) -> Tangent | None:
+    """``x ** c`` with a number c: ``t * (c * x ** (c - 1))``, folded for c = 0, 1, 2."""
+    if op.fn is not np.power or i != 0 or len(op.args) != 2:
+        return None
+    c = op.args[1]
+    if not isinstance(c, ast.Constant) or isinstance(c.value, bool) or not isinstance(
+            c.value, (int, float)):
+        return None
+    x, n = op.args[0], c.value
+    if n == 0:
+        return None
+    if n == 1:
+        return Tangent(t, SET, alias=True)
+    factor: ast.expr = x if n == 2 else ast.BinOp(left=x, op=ast.Pow(), right=const(n - 1))
+    factor = ast.BinOp(left=const(n), op=ast.Mult(), right=factor)
+    return Tangent(ast.BinOp(left=t, op=ast.Mult(), right=factor), SET)
+
+
+def _written(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -> Tangent | None:
+    fn = rule.written.get(i)
+    extra: list[ast.keyword] = []
+    if fn is None:
+        fn = rule.written.get(-1)
+        extra = [ast.keyword(arg="argnum", value=const(i))]
+    if fn is None:
+        return None
+    expr = None if extra else inline_single(fn, t, name(ans), op.args, op.kwargs)
+    if expr is None:
+        expr = ast.Call(func=ff.rule_ref(fn), args=[t, name(ans), *op.args],
+                        keywords=_kw(op) + extra)
+    else:
+        ff.bind_np(expr)
+    return Tangent(expr, SET, rule.container)
+
+
+# ---------------------------------------------------------------- inlining written rules
+
+
+@dataclass(frozen=True)
+class _Form:
+    params: tuple[str, ...]
+    defaults: dict
+    result: ast.expr
+
+
+@functools.lru_cache(maxsize=None)
+def _form(fn: Callable) -> _Form | None:
+    """The single ``return`` expression of ``fn`` over its parameters and ``np``."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef) or node.args.kwonlyargs or node.args.vararg \
+            or node.args.kwarg:
+        return None
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    params = tuple(a.arg for a in node.args.args)
+    defaults = {}
+    for a, d in zip(node.args.args[len(params) - len(node.args.defaults):], node.args.defaults):
+        if not isinstance(d, ast.Constant):
+            return None
+        defaults[a.arg] = d.value
+    used = {n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)}
+    if used - set(params) - {"np"} or ("np" in used and fn.__globals__.get("np") is not np):
+        return None
+    return _Form(params, defaults, body[0].value)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, ast.expr]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.deepcopy(self.mapping[node.id]) if node.id in self.mapping else node
+
+
+def inline_single(fn: Callable, t: ast.expr, ans: ast.expr, args: list[ast.expr],
+                  kwargs: dict[str, ast.expr]) -> ast.expr | None:
+    """``fn``'s return expression with its parameters replaced, or None if not inlinable."""
+    form = _form(fn)
+    if form is None or len(form.params) < len(args) + 2:
+        return None
+    mapping: dict[str, ast.expr] = {form.params[0]: t, form.params[1]: ans}
+    mapping.update(zip(form.params[2:], args))
+    for p in form.params[2 + len(args):]:
+        if p in kwargs:
+            mapping[p] = kwargs[p]
+        elif p in form.defaults:
+            mapping[p] = const(form.defaults[p])
+        else:
+            return None
+    if set(kwargs) - set(form.params):
+        return None
+    return _Substitute(mapping).visit(copy.deepcopy(form.result))
