@@ -116,7 +116,10 @@ def finalize(g: Any, x: Any) -> Any:
     if type(x) is float and type(g) in (float, np.float64):
         return float(g)
     if hasattr(g, "to_dense"):
-        g = g.to_dense()
+        dense = g.to_dense()  # a fresh array: no second copy needed
+        if isinstance(x, np.ndarray) and dense.shape == x.shape and dense.dtype == x.dtype:
+            return dense
+        g = dense
     if isinstance(x, dict):
         return {k: finalize(g.get(k), v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
