@@ -471,3 +471,12 @@ def finish(result: dict, args: argparse.Namespace) -> None:
         print(f"metrics written to {args.json}")
     if args.plot and plot(args.plot, result):
         print(f"plot written to {args.plot}")
+
+
+def mnist_data(args) -> tuple:
+    """MNIST (x_train, y_train, x_test, y_test), or synthetic digits with ``--synthetic``."""
+    if args.synthetic:
+        return synthetic_digits(args.seed)
+    from s2sad.datasets import load_mnist
+
+    return load_mnist()

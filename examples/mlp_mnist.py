@@ -66,14 +66,6 @@ def init_params(rng: np.random.Generator, activation: str) -> dict:
     }
 
 
-def load_data(args) -> tuple:
-    if args.synthetic:
-        return _common.synthetic_digits(args.seed)
-    from s2sad.datasets import load_mnist
-
-    return load_mnist()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _common.make_parser(
         __doc__.splitlines()[0], epochs=5, batch_size=100, lr=0.1
@@ -81,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--activation", choices=sorted(MODELS), default="tanh")
     args = parser.parse_args(argv)
     _common.apply_threads(args.threads)
-    data = _common.limit_train(load_data(args), args.limit)
+    data = _common.limit_train(_common.mnist_data(args), args.limit)
     loss, predict = MODELS[args.activation]
     model = _common.Model(
         name="mlp_mnist",

@@ -56,21 +56,13 @@ def init_params(rng: np.random.Generator) -> dict:
     }
 
 
-def load_data(args) -> tuple:
-    if args.synthetic:
-        return _common.synthetic_digits(args.seed)
-    from s2sad.datasets import load_mnist
-
-    return load_mnist()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _common.make_parser(
         __doc__.splitlines()[0], epochs=5, batch_size=100, lr=0.015
     )
     args = parser.parse_args(argv)
     _common.apply_threads(args.threads)
-    data = _common.limit_train(load_data(args), args.limit)
+    data = _common.limit_train(_common.mnist_data(args), args.limit)
     model = _common.Model(
         name="rnn_mnist",
         loss=loss,
