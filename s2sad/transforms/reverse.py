@@ -246,6 +246,7 @@ class FunctionReverser:
         if exprs is None:
             exprs = self.called_rule(rule, gx, ans, args, kwargs, wanted, out)
             definite = definite_positions(rule.adjoint)
+        merged: dict[str, tuple[ast.expr, bool, int]] = {}  # x * x: one sum per name
         for i in wanted:
             e = exprs[i] if i < len(exprs) else None
             if e is None:
@@ -253,9 +254,21 @@ class FunctionReverser:
             if i in self.direct_assigned:
                 self.state[self.direct_assigned[i]] = SET if i in definite else MAYBE
                 continue
-            if rule.broadcasts:
-                e = call(self.helper("unbroadcast"), e, args[i])
-            self.accumulate(args[i].id, e, out, definite=i in definite)
+            x_name = args[i].id
+            if x_name in merged and exprs is not None and merged[x_name][1] and i in definite:
+                prev, _, first = merged[x_name]
+                merged[x_name] = (ast.BinOp(left=prev, op=ast.Add(), right=e), True, first)
+            else:
+                merged.setdefault(x_name, (e, i in definite, i))
+                if merged[x_name][0] is not e:  # cannot merge: accumulate separately
+                    self._accumulate_rule(rule, args, i, e, out, i in definite)
+        for x_name, (e, is_definite, i) in merged.items():
+            self._accumulate_rule(rule, args, i, e, out, is_definite)
+
+    def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
+        if rule.broadcasts:
+            e = call(self.helper("unbroadcast"), e, args[i])
+        self.accumulate(args[i].id, e, out, definite=definite)
 
     def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
         """Accumulate argument ``i``'s cotangent from a partial rule."""

@@ -37,8 +37,7 @@ def loop_item_assign_value_and_grad(x, g_out=1.0):
     out = np.sum(mul_1)
     # grad of: return np.sum(y * y)
     g_mul_1 = d_sum(g_out, out, mul_1)[0]
-    g_y = unbroadcast(g_mul_1 * y, y)
-    g_y = accumulate(g_y, unbroadcast(g_mul_1 * y, y))
+    g_y = unbroadcast(g_mul_1 * y + g_mul_1 * y, y)
     g_add = None
     g_mul = None
     g_sum_1 = None
