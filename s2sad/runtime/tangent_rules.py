@@ -357,6 +357,10 @@ def jvp_svd(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
 scalar(builtins.max, builtins.min, math.dist, math.prod)
 
 
+linear(builtins.reversed)
+constant(builtins.slice)
+
+
 @tangent(builtins.sum, math.fsum)
 def jvp_builtin_sum(t, ans, iterable, start=0):
     """The sum of the entries' tangents (an array's rows, or a list's entries)."""
@@ -470,7 +474,7 @@ linear(reductions.d_sum, reductions.d_mean, reductions.d_nansum, reductions.d_na
        shapes.d_diagonal, shapes.d_trace, shapes.d_linalg_diagonal,
        shapes.d_linalg_trace, shapes.d_array, shapes.d_astype, shapes.d_full,
        shapes.d_full_like, pyfuncs.d_builtin_sum, pyfuncs.d_builtin_max,
-       pyfuncs.d_list, pyfuncs.d_sorted, nn.d_relu, nn.d_maxpool1d, nn.d_embedding,
+       pyfuncs.d_list, pyfuncs.d_sorted, pyfuncs.d_builtin_float, nn.d_relu, nn.d_maxpool1d, nn.d_embedding,
        container=True)  # fmt: skip
 linear(contractions.d_matmul_lhs, slots=(0, 3), container=True)
 linear(contractions.d_matmul_rhs, slots=(0, 2), container=True)

@@ -206,8 +206,16 @@ def _source(obj: Any) -> str:
 
 
 def or_zeros(t: Any, x: Any) -> Any:
-    """``t``, or the zero tangent of ``x`` when ``t`` is None."""
-    return zeros_like(x) if t is None else t
+    """``t``, or the zero tangent of ``x`` when ``t`` is None.
+
+    A range (which gradient modules keep on their tape with the values they
+    restore) gets a list of zeros, so that reversing or indexing it still works.
+    """
+    if t is not None:
+        return t
+    if isinstance(x, range):
+        return [0.0] * len(x)
+    return zeros_like(x)
 
 
 def filled(t: Any, x: Any) -> Any:

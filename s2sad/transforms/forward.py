@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import copy
 import operator
 import re
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from s2sad import pipeline
-from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
+from s2sad.errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms import activity, desugar, emit, normalize, parse, validate
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name
@@ -69,6 +70,7 @@ class JvpSpec:
     name: str
     info: CallInfo
     pattern: tuple  # per argument: 0 no tangent, 1 tangent, 2 tangent with None entries
+    site: Any = None  # for a runtime function differentiated from its source: the call
 
 
 class ForwardModule(pipeline.ModuleBuilder):
@@ -79,8 +81,13 @@ class ForwardModule(pipeline.ModuleBuilder):
         self.jvp_specs: dict[tuple, JvpSpec] = {}
         self.jvp_queue: list[tuple[JvpSpec, parse.ParsedFunction]] = []
 
-    def request_jvp(self, info: CallInfo, pattern: tuple, caller: "FunctionForward") -> str:
-        """The name of the ``_jvp`` twin of a called user function, queued if new."""
+    def request_jvp(self, info: CallInfo, pattern: tuple, caller: "FunctionForward",
+                    site: Any = None) -> str:
+        """The name of the ``_jvp`` twin of a called user function, queued if new.
+
+        ``site`` (a Problem at the call) marks a runtime function without a tangent
+        rule whose source is differentiated instead.
+        """
         if info.kind == "local":
             local = caller.local_functions[info.target]
             key: tuple = ("local", id(local.node), pattern)
@@ -89,7 +96,7 @@ class ForwardModule(pipeline.ModuleBuilder):
             key, base = ("user", info.target, pattern), info.target.__name__
         spec = self.jvp_specs.get(key)
         if spec is None:
-            spec = JvpSpec(self.namer.fresh(f"{base}_jvp"), info, pattern)
+            spec = JvpSpec(self.namer.fresh(f"{base}_jvp"), info, pattern, site)
             self.jvp_specs[key] = spec
             if info.kind == "local":
                 node = copy.deepcopy(local.node)
@@ -133,8 +140,15 @@ def compile_function(fn: Any, argnums: tuple[int, ...], options: pipeline.Option
         spec, callee = module.jvp_queue.pop(0)
         callee_params = _params(callee.node)
         codes = {p: c for p, c in zip(callee_params, spec.pattern) if c}
-        module.functions.append(
-            _compile(module, callee, codes, list(codes), spec.name, False))
+        try:
+            module.functions.append(
+                _compile(module, callee, codes, list(codes), spec.name, False))
+        except S2SADError as exc:
+            if spec.site is None:
+                raise
+            raise MissingRuleError(dataclasses.replace(
+                spec.site, hint=f"{spec.site.hint}\n(differentiating its source failed: "
+                f"{str(exc).splitlines()[0]})")) from exc
     _rename_clashing_imports(module)
     text = emit.run(module, emit.Header(parsed.source, wrt, fn))
     return _docstring_comments(text, module.comments), dict(module.bindings)
@@ -174,6 +188,7 @@ def _params(node: ast.FunctionDef) -> list[str]:
 def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[str, int],
              wrt: list[str], fn_name: str, top: bool) -> ast.FunctionDef:
     """One function's ``_jvp`` twin: tangent parameters ``t_<p>`` for ``wrt``."""
+    _unstar(parsed.node)
     validate.run(parsed)
     node = parsed.node
     node.args.args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
@@ -185,7 +200,10 @@ def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[st
     desugar.run(node, namer)
     node, norm = normalize.run(parsed, namer)
     _bind_statics(module, node, norm, parsed)
-    ff = FunctionForward(module, parsed, namer, norm, _activity(node, wrt), _params(node))
+    never = _loop_counters(node)
+    ff = FunctionForward(module, parsed, namer, norm, _activity(node, wrt, never),
+                         _params(node))
+    ff.never = never
     for p in wrt:
         ff.state[p] = SET
         if codes.get(p) == 2:
@@ -199,6 +217,23 @@ def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[st
     ff.raise_problems()
     result = ast.Tuple(elts=[ret, t_ret], ctx=ast.Load())
     return pipeline._def(fn_name, _params(node) + tparams, body + [ast.Return(value=result)])
+
+
+def _unstar(node: ast.FunctionDef) -> None:
+    """``a, b, *_ = v`` (as gradient modules unpack rule results) -> ``a, b = v[:2]``."""
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1
+                and isinstance(sub.targets[0], (ast.Tuple, ast.List))):
+            continue
+        elts = sub.targets[0].elts
+        last = elts[-1] if elts else None
+        if (isinstance(last, ast.Starred) and isinstance(last.value, ast.Name)
+                and last.value.id == "_" and not any(isinstance(e, ast.Starred)
+                                                     for e in elts[:-1])):
+            sub.targets[0].elts = elts[:-1]
+            head = ast.Slice(lower=None, upper=const(len(elts) - 1), step=None)
+            sub.value = ast.copy_location(
+                ast.Subscript(value=sub.value, slice=head, ctx=ast.Load()), sub.value)
 
 
 def _bind_statics(module: ForwardModule, node: ast.FunctionDef, norm, parsed) -> None:
@@ -240,11 +275,21 @@ def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
     return activity._flow(s)
 
 
-def _activity(node: ast.FunctionDef, wrt: list[str]) -> activity.Activity:
+def _loop_counters(node: ast.FunctionDef) -> set[str]:
+    """Names of ranges and counters of ``for`` loops: integers, never with a tangent.
+
+    (Gradient modules also push them on their tape, so flow-insensitive activity
+    alone would give them one.)
+    """
+    return {n.id for s in ast.walk(node) if isinstance(s, ast.For)
+            for n in (s.target, s.iter) if isinstance(n, ast.Name)}
+
+
+def _activity(node: ast.FunctionDef, wrt: list[str], never: set[str]) -> activity.Activity:
     """Names that depend on ``wrt`` and names that reach the returned value."""
     stmts = list(activity.simple_statements(node.body))
     act = activity.Activity(active=set(wrt))
-    flows = [_flow(s) for s in stmts]
+    flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
     changed = True
     while changed:
         changed = False
@@ -288,6 +333,7 @@ class FunctionForward:
         self.problems: list = []
         self.missing: list = []
         self.last_origin: int | None = None
+        self.never: set[str] = set()
 
     # .................................................................. names and state
     def t(self, x: str) -> str:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 
 from s2sad.runtime import support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.calls import CallInfo
 from s2sad.transforms.forward import (
     INACTIVE_METHODS,
     MUTATORS,
@@ -44,14 +46,29 @@ def assign_stmt(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None
     if isinstance(v, ast.Call) and anno(v)["call"].kind in ("user", "local"):
         user_call(ff, s, x, v, out)
         return
-    if not ff.useful(x):  # nothing that reaches the output reads t_x
-        out.append(s)
+    if isinstance(v, ast.Call) and ff.useful(x) and x not in ff.never:
+        bound = _runtime_source_call(ff, v)
+        if bound is not None:
+            user_call(ff, s, x, bound, out, site=_site(ff, v))
+            return
+    if not ff.useful(x) or x in ff.never:  # nothing that reaches the output reads t_x
+        _pop_in_step(ff, s, v, out)
         ff.state[x] = NONE
         return
     pre: list[ast.stmt] = []
     tan: list[ast.stmt] = []
     ff.set_tangent(x, value_tangent(ff, x, v, pre), tan)
     ff.emit(s, [s], tan, out, pre)
+
+
+def _pop_in_step(ff: FunctionForward, s: ast.stmt, v: ast.expr, out: list[ast.stmt]) -> None:
+    """``x = L.pop()`` where x needs no tangent: still pop ``t_L`` to keep it in step."""
+    is_pop = (isinstance(v, ast.Call) and anno(v)["call"].kind == "method"
+              and anno(v)["call"].target == "pop" and isinstance(v.func.value, ast.Name))
+    if not is_pop or ff.st(v.func.value.id) == NONE or not ff.useful(v.func.value.id):
+        out.append(s)
+        return
+    _method_statement(ff, ast.Expr(value=v), v.func.value.id, "pop", out, like=s)
 
 
 def value_tangent(ff: FunctionForward, x: str, v: ast.expr, pre: list[ast.stmt]) -> Tangent | None:
@@ -141,8 +158,46 @@ def _method_tangent(ff: FunctionForward, x: str, v: ast.Call, method: str, kwarg
 # ---------------------------------------------------------------- calls to user functions
 
 
+def _runtime_source_call(ff: FunctionForward, v: ast.Call) -> ast.Call | None:
+    """A call of a runtime function (an adjoint rule) with no tangent rule, whose
+    arguments have tangents: the call with every argument positional, so that the
+    function's own source is differentiated; None otherwise."""
+    info = anno(v)["call"]
+    fn = info.target
+    if info.kind != "unknown" or not inspect.isfunction(fn) or tangents.lookup(fn) is not None:
+        return None
+    if not (fn.__module__ or "").startswith("s2sad.runtime.") or not any(
+            _has_tangent(ff, a) for a in v.args):
+        return None
+    try:
+        bound = inspect.signature(fn).bind(*v.args, **{k.arg: k.value for k in v.keywords})
+    except TypeError:
+        return None
+    args = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return None
+        if p.name in bound.arguments:
+            args.append(bound.arguments[p.name])
+        elif isinstance(p.default, (bool, int, float, str, type(None))):
+            args.append(const(p.default))
+        else:
+            return None
+    new = ast.Call(func=v.func, args=args, keywords=[])
+    anno(new)["call"] = CallInfo("user", fn)
+    return ast.copy_location(new, v)
+
+
+def _site(ff: FunctionForward, v: ast.Call):
+    what = registry.display_name(anno(v)["call"].target)
+    return ff.parsed.source.problem(
+        v, f"no forward (tangent) rule for {what}",
+        "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
+        "def jvp_fn(t, ans, *args): return <J_i t>")
+
+
 def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
-              out: list[ast.stmt]) -> None:
+              out: list[ast.stmt], site=None) -> None:
     """``x = g(a, b)`` -> ``x, t_x = g_jvp(a, b, t_a)`` (only tangents that exist)."""
     info = anno(v)["call"]
     useful = ff.useful(x)
@@ -158,7 +213,7 @@ def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
     for a in active:
         ff.materialize(a.id, pre)
     pattern = tuple(0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args)
-    fname = ff.module.request_jvp(info, pattern, ff)
+    fname = ff.module.request_jvp(info, pattern, ff, site)
     jvp_call = ast.Call(func=name(fname), args=list(v.args) + [name(ff.t(a.id)) for a in active],
                         keywords=[])
     if not active:
@@ -228,13 +283,14 @@ def expr_call(ff: FunctionForward, s: ast.Expr, out: list[ast.stmt]) -> None:
 
 
 def _method_statement(ff: FunctionForward, s: ast.Expr, recv: str, method: str,
-                      out: list[ast.stmt]) -> None:
+                      out: list[ast.stmt], like: ast.stmt | None = None) -> None:
     v = s.value
+    primal = like or s
     if method == "append":
         _append(ff, s, recv, v.args[0], out)
         return
     if ff.st(recv) == NONE or not ff.useful(recv):
-        out.append(s)
+        out.append(primal)
         return
     if method == "pop":  # keep t_L as long as L
         _no_argument_change(ff, s, recv)
@@ -242,14 +298,14 @@ def _method_statement(ff: FunctionForward, s: ast.Expr, recv: str, method: str,
         ff.materialize(recv, pre)
         pop = ast.Call(func=ast.Attribute(value=name(ff.t(recv)), attr="pop", ctx=ast.Load()),
                        args=[copy.deepcopy(a) for a in v.args], keywords=[])
-        ff.emit(s, [s], [ast.Expr(value=pop)], out, pre)
+        ff.emit(primal, [primal], [ast.Expr(value=pop)], out, pre)
         return
     fn = registry.lookup_method(method)
     if fn is None and method not in INACTIVE_METHODS:
         ff.fail(v, f"the method '.{method}()' may change a differentiated value in place",
                 "build a new value instead (forward mode mirrors only append, pop and "
                 "item assignment)", missing=True)
-    out.append(s)
+    out.append(primal)
 
 
 def _append(ff: FunctionForward, s: ast.Expr, lst: str, v: ast.expr,

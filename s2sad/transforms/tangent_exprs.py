@@ -69,8 +69,10 @@ def op_tangent(ff, rule: TangentRule, op: Op, ans: str, pre: list[ast.stmt]) -> 
     if rule.kind == "additive":
         return _additive(ff, rule, op, active)
     parts: list[Tangent] = []
+    names = [i for i, a in enumerate(op.args) if isinstance(a, ast.Name)]
+    every = len(active) > 1 and active == names  # the sum has the broadcast shape
     for i in active:
-        part = _contribution(ff, rule, op, i, _operand(ff, rule, op, i, pre), ans)
+        part = _contribution(ff, rule, op, i, _operand(ff, rule, op, i, pre), ans, every)
         if part is not None:
             parts.append(part)
     return combine(ff, parts, rule.container)
@@ -113,7 +115,8 @@ def _replaced(args: list[ast.expr], i: int, t: ast.expr) -> list[ast.expr]:
     return [t if k == i else copy.deepcopy(a) for k, a in enumerate(args)]
 
 
-def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str) -> Tangent | None:
+def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str,
+                  every: bool = False) -> Tangent | None:
     """Operand i's contribution ``J_i t`` to the tangent of ``ans``."""
     kind = rule.kind
     if kind == "linear":
@@ -127,7 +130,7 @@ def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str) -
         power = _constant_power(op, i, t.expr)
         if power is not None:
             return power
-        return _elementwise(ff, rule, op, i, t.expr, ans)
+        return _elementwise(ff, rule, op, i, t.expr, ans, every)
     if kind == "adjoint_of_multilinear":
         if i == 1:
             return None
@@ -164,7 +167,8 @@ def _additive(ff, rule: TangentRule, op: Op, active: list[int]) -> Tangent:
     return Tangent(op.rebuild(ts), MAYBE if maybe else SET, holey or rule.container)
 
 
-def _elementwise(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -> Tangent | None:
+def _elementwise(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str,
+                 every: bool) -> Tangent | None:
     """The adjoint rule with g := t (a diagonal Jacobian is symmetric), entry i."""
     exprs = instantiate(rule.adjoint, t, name(ans), op.args, op.kwargs)
     if exprs is None:
@@ -177,7 +181,7 @@ def _elementwise(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -
             return None
         ff.bind_np(expr)
     alias = isinstance(expr, ast.Name)
-    if rule.broadcasts and not _full_shape(expr, ans, op.args, i):
+    if rule.broadcasts and not every and not _full_shape(expr, ans, op.args, i):
         expr = call(ff.rule_ref(tangents.broadcast_like), expr, name(ans))
     return Tangent(expr, SET, False, alias=alias)
 
