@@ -16,7 +16,8 @@ from s2sad.runtime.registry import adjoint, nondifferentiable
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "value_and_grad", "adjoint", "nondifferentiable", "__version__"]
+__all__ = ["grad", "value_and_grad", "jvp", "hvp", "hessian", "jacobian", "adjoint",
+           "nondifferentiable", "__version__"]
 
 
 def __getattr__(name: str):
@@ -26,4 +27,8 @@ def __getattr__(name: str):
         from s2sad import api
 
         return getattr(api, name)
+    if name in ("jvp", "hvp", "hessian", "jacobian"):
+        from s2sad import forward
+
+        return getattr(forward, name)
     raise AttributeError(f"module 's2sad' has no attribute {name!r}")

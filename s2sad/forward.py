@@ -268,3 +268,217 @@ def jvp(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
     if isinstance(fun, (int, tuple)):
         raise TypeError("pass argnums by keyword: jvp(f, argnums=...)")
     return JvpFunction(fun, argnums)
+
+
+# ---------------------------------------------------------------- second order
+
+
+def _gradient(fun: Callable, argnums: int | tuple[int, ...], with_value: bool = False):
+    from s2sad.api import GradientFunction
+
+    return GradientFunction(fun, argnums, with_value)
+
+
+class HvpFunction:
+    """``hvp(f)(*args, v) -> H v``: forward mode over f's emitted gradient module."""
+
+    def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.argnums = argnums
+        self._jvp = JvpFunction(_gradient(fun, argnums), argnums)
+
+    @property
+    def source(self) -> str:
+        """The emitted forward-over-reverse module."""
+        return self._jvp.source
+
+    @property
+    def path(self) -> str:
+        return self._jvp.path
+
+    def __call__(self, *args: Any) -> Any:
+        return self._jvp(*args)[1]
+
+
+def hvp(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
+    """Hessian-vector product of a scalar function: ``hvp(f)(*args, v) -> H v``.
+
+    ``v`` and the result have the structure of the argument(s) selected by
+    ``argnums`` (tuples of them for a tuple), like gradients do.
+    """
+    if fun is None:
+        return lambda f: HvpFunction(f, argnums)
+    return HvpFunction(fun, argnums)
+
+
+def _basis(x: Any) -> list[Any]:
+    """Unit tangents of a float or array argument, one per entry (C order)."""
+    if isinstance(x, (dict, list, tuple)):
+        raise TypeError("hessian and jacobian take float or array arguments (not "
+                        "dicts, lists or tuples); use hvp or jvp for those")
+    if isinstance(x, np.ndarray):
+        dtype = x.dtype if x.dtype.kind in "fc" else np.float64
+        out = []
+        for k in range(x.size):
+            e = np.zeros(x.size, dtype=dtype)
+            e[k] = 1
+            out.append(e.reshape(x.shape))
+        return out
+    return [1.0]
+
+
+def _stack(columns: list[Any], in_shape: tuple, out_like: Any) -> Any:
+    """Columns ``J e_k`` (each shaped like the output) as an array out.shape + in.shape."""
+    cols = np.stack([np.asarray(c, dtype=np.result_type(c, float)) for c in columns],
+                    axis=-1)
+    shape = np.shape(out_like) + tuple(in_shape)
+    result = cols.reshape(shape)
+    return float(result) if not shape else result
+
+
+class HessianFunction:
+    """``hessian(f)(*args)``: the matrix of second derivatives (one H v per entry)."""
+
+    def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0):
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.argnums = argnums
+        self._hvp = HvpFunction(fun, argnums)
+
+    def __call__(self, *args: Any) -> Any:
+        nums = _argnums_tuple(self.argnums)
+        xs = [args[i] for i in nums]
+        zeros = [support.zeros_like(x) for x in xs]
+        blocks = [[[] for _ in nums] for _ in nums]  # blocks[i][j]: columns of H_ij
+        for j, x in enumerate(xs):
+            for e in _basis(x):
+                v = tuple(e if k == j else zeros[k] for k in range(len(nums)))
+                hv = self._hvp(*args, v if isinstance(self.argnums, tuple) else v[0])
+                hv = hv if isinstance(self.argnums, tuple) else (hv,)
+                for i in range(len(nums)):
+                    blocks[i][j].append(hv[i])
+        out = tuple(tuple(_stack(blocks[i][j], np.shape(xs[j]), xs[i])
+                          for j in range(len(nums))) for i in range(len(nums)))
+        return out if isinstance(self.argnums, tuple) else out[0][0]
+
+
+def hessian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
+    """The Hessian of a scalar function, shaped ``x.shape + x.shape``.
+
+    Built from one Hessian-vector product per entry of the argument, so it is
+    meant for small inputs.  A tuple ``argnums`` gives nested tuples of blocks
+    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``.
+    """
+    if fun is None:
+        return lambda f: HessianFunction(f, argnums)
+    return HessianFunction(fun, argnums)
+
+
+class JacobianFunction:
+    """``jacobian(f)(*args)``, shaped ``out.shape + x.shape``."""
+
+    def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0, mode: str = "auto"):
+        if mode not in ("auto", "forward", "reverse"):
+            raise ValueError("mode must be 'auto', 'forward' or 'reverse'")
+        functools.update_wrapper(self, fun, updated=())
+        self.fun = fun
+        self.argnums = argnums
+        self.mode = mode
+        self._jvp = JvpFunction(fun, argnums)
+        #: the mode the last call used
+        self.last_mode: str | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        nums = _argnums_tuple(self.argnums)
+        xs = [args[i] for i in nums]
+        for x in xs:
+            _basis(x)  # refuses containers early
+        mode = self.mode
+        if mode == "auto":
+            out = self.fun(*args)
+            n_in = sum(int(np.size(x)) for x in xs)
+            mode = "forward" if n_in <= int(np.size(out)) else "reverse"
+        self.last_mode = mode
+        blocks = self._forward(args, nums, xs) if mode == "forward" else self._reverse(
+            args, nums, xs)
+        return blocks if isinstance(self.argnums, tuple) else blocks[0]
+
+    def _forward(self, args: tuple, nums: tuple, xs: list) -> tuple:
+        zeros = [support.zeros_like(x) for x in xs]
+        blocks = []
+        value = None
+        for j, x in enumerate(xs):
+            cols = []
+            for e in _basis(x):
+                v = tuple(e if k == j else zeros[k] for k in range(len(nums)))
+                value, col = self._jvp(*args, v if isinstance(self.argnums, tuple) else v[0])
+                cols.append(col)
+            blocks.append(_stack(cols, np.shape(x), value))
+        return tuple(blocks)
+
+    def _reverse(self, args: tuple, nums: tuple, xs: list) -> tuple:
+        """One vector-Jacobian product per output entry, seeding the gradient module."""
+        values = list(inspect.signature(self.fun).bind(*args).args)
+        fn = reverse_function(self.fun, nums, pipeline.Options(), values)
+        value = fn(*values)[0]
+        if isinstance(value, (list, tuple, dict)):
+            raise NonScalarOutputError("jacobian needs a float or array output")
+        rows: list[list] = [[] for _ in nums]
+        for seed in _basis(np.asarray(value, dtype=float) if np.ndim(value) else
+                           float(value)):
+            grads = fn(*values, seed)[1]
+            for j, g in enumerate(grads):
+                rows[j].append(np.asarray(g, dtype=float))
+        blocks = []
+        for j, x in enumerate(xs):
+            stacked = np.stack(rows[j]).reshape(np.shape(value) + np.shape(x))
+            blocks.append(float(stacked) if not stacked.shape else stacked)
+        return tuple(blocks)
+
+
+def jacobian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0,
+             mode: str = "auto"):
+    """The Jacobian of ``f`` with respect to ``argnums``: ``out.shape + x.shape``.
+
+    ``mode="auto"`` runs forward mode (one JVP per input entry) when the inputs
+    have at most as many entries as the output, reverse mode (one VJP per output
+    entry, through the emitted gradient module) otherwise.
+    """
+    if fun is None:
+        return lambda f: JacobianFunction(f, argnums, mode)
+    return JacobianFunction(fun, argnums, mode)
+
+
+def grad_of_gradient(inner: Any, argnums: int | tuple[int, ...] = 0,
+                     with_value: bool = False) -> Callable:
+    """``grad(grad(f, argnums=i), argnums=j)`` computed as forward over reverse.
+
+    The inner gradient must be a scalar (argument i is a float or has one entry).
+    By symmetry of second derivatives, d/dx_j (df/dx_i) = d/dx_i (df/dx_j): one
+    JVP of the gradient w.r.t. x_j in the direction e_i, with no reverse-over-
+    reverse pass.
+    """
+    from s2sad.api import GradientFunction
+
+    if not isinstance(inner, GradientFunction):
+        raise TypeError("grad_of_gradient needs a function made by s2sad.grad")
+    if inner.with_value or isinstance(inner.argnums, tuple):
+        raise NonScalarOutputError(
+            "grad of value_and_grad or of a tuple of gradients: the inner function's "
+            "output is not a scalar; differentiate one gradient (an int argnums)")
+    i = inner.argnums
+    outer = JvpFunction(_gradient(inner.fun, argnums), i)
+
+    def second(*args: Any) -> Any:
+        if np.size(args[i]) != 1:
+            raise NonScalarOutputError(
+                f"grad of grad: the inner gradient has the shape {np.shape(args[i])} of "
+                f"argument {i}, not a scalar; use s2sad.hessian or s2sad.hvp")
+        _, d2 = outer(*args, _basis(args[i])[0])
+        if not with_value:
+            return d2
+        return inner(*args), d2
+
+    functools.update_wrapper(second, inner.fun)
+    return second

@@ -34,6 +34,7 @@ import functools
 import hashlib
 import inspect
 import math
+from operator import getitem as operator_getitem
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -189,7 +190,7 @@ def fingerprint() -> str:
         h.update(f"{rule.none_ok}{rule.container}".encode())
         for i, fn in sorted(rule.written.items()):
             h.update(f"{i}".encode() + _source(fn).encode())
-    for key in sorted(map(repr, _ELEMENTWISE)):
+    for key in sorted(registry.display_name(p) for p in _ELEMENTWISE):
         h.update(key.encode())
     h.update(_source(inspect.getmodule(fingerprint)).encode())
     return h.hexdigest()[:16]
@@ -318,3 +319,41 @@ def jvp_reduction(adjoint: Callable, t: Any, ans: Any, x: Any, *args: Any,
     keepdims = bool(bound.arguments.get("keepdims", False))
     out = np.sum(np.multiply(weights, t), axis=axis, keepdims=keepdims)
     return out.astype(ans.dtype, copy=False) if hasattr(ans, "dtype") else out
+
+
+def pushforward(fn: Any, argnum: int, t: Any, *args: Any, **kwargs: Any) -> Any:
+    """``J_argnum t`` of ``fn(*args, **kwargs)`` by fn's tangent rule, evaluated directly.
+
+    What the compiler emits for one contribution, as a function: for checking
+    rules against finite differences (``s2sad.testing``-style) without compiling.
+    None means a zero tangent.
+    """
+    rule = lookup(fn)
+    if rule is None:
+        raise registry_error(fn)
+    if not rule.differentiable_in(argnum) or rule.kind == "zero":
+        return None
+    ans = fn(*args, **kwargs)
+    with_t = [t if k == argnum else a for k, a in enumerate(args)]
+    if rule.kind == "linear":
+        if rule.primal not in (operator_getitem, list, tuple) and not rule.none_ok:
+            with_t[argnum] = filled(t, args[argnum])
+        return fn(*with_t, **kwargs)
+    if rule.kind == "additive":
+        return fn(*[t if k == argnum else None for k in range(len(args))], **kwargs)
+    if rule.kind == "adjoint_of_multilinear":
+        if argnum == 1:
+            return None
+        out = fn(*with_t, **kwargs)
+        return zero_entry(out, argnum - 2) if argnum >= 2 else out
+    if rule.kind == "elementwise":
+        out = pad(rule.adjoint(t, ans, *args, **kwargs), len(args))[argnum]
+        return broadcast_like(out, ans) if rule.broadcasts and out is not None else out
+    if rule.kind == "scalar":
+        return jvp_scalar(rule.adjoint, argnum, t, ans, *args, **kwargs)
+    if rule.kind == "reduction":
+        return jvp_reduction(rule.adjoint, t, ans, *args, **kwargs) if argnum == 0 else None
+    written = rule.written.get(argnum)
+    if written is not None:
+        return written(t, ans, *args, **kwargs)
+    return rule.written[-1](t, ans, *args, argnum=argnum, **kwargs)
