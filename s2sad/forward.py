@@ -163,7 +163,10 @@ class JvpFunction:
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: its state
         self.fun = fun
         self.argnums = argnums
-        self._signature = inspect.signature(fun)
+        if isinstance(fun, JvpFunction):
+            self._signature = fun.call_signature
+        else:
+            self._signature = inspect.signature(fun)
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
         self._last: tuple | None = None
@@ -222,6 +225,13 @@ class JvpFunction:
         if self._last is None:
             raise RuntimeError("not compiled yet: call the function (or .compile) first")
         return str(self._last[1])
+
+    @property
+    def call_signature(self) -> inspect.Signature:
+        """``(*params, tangents)``: how this function is called."""
+        params = list(self._signature.parameters.values())
+        extra = inspect.Parameter("tangents", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return self._signature.replace(parameters=params + [extra])
 
     def _bind(self, args: tuple) -> list:
         bound = self._signature.bind(*args)

@@ -121,8 +121,8 @@ def _call_tangent(ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt])
 
 
 def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
-    for kw in v.keywords:
-        if _has_tangent(ff, kw.value):
+    for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
+        if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
             ff.fail(kw.value, f"differentiated value '{kw.value.id}' passed as keyword "
                     f"argument '{kw.arg}'", "pass it as a positional argument")
 
