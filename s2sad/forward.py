@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,22 @@ def _argnums_tuple(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
 
 def _type_signature(values: list[Any]) -> str:
     """Types that change the emitted code (objects whose methods are inlined)."""
-    plain = (np.ndarray, np.generic, float, int, bool, list, tuple, dict, type(None), str)
-    return ",".join("-" if isinstance(v, plain) else
-                    f"{type(v).__module__}.{type(v).__qualname__}" for v in values)
+    plain = (
+        np.ndarray,
+        np.generic,
+        float,
+        int,
+        bool,
+        list,
+        tuple,
+        dict,
+        type(None),
+        str,
+    )
+    return ",".join(
+        "-" if isinstance(v, plain) else f"{type(v).__module__}.{type(v).__qualname__}"
+        for v in values
+    )
 
 
 def _check_differentiable(value: Any, where: str) -> None:
@@ -47,16 +61,19 @@ def _check_differentiable(value: Any, where: str) -> None:
         for k, v in enumerate(value):
             _check_differentiable(v, f"{where}[{k}]")
     elif isinstance(value, (bool, np.bool_, int, np.integer)) or (
-            isinstance(value, np.ndarray) and value.dtype.kind not in "fc"):
+        isinstance(value, np.ndarray) and value.dtype.kind not in "fc"
+    ):
         raise NonDifferentiableArgumentError(
             f"{where} is {type(value).__name__} "
             f"{getattr(value, 'dtype', value)!s}: derivatives are defined for float "
             "values only. Pass floats (e.g. 3.0 or x.astype(np.float64)), or leave it out "
-            "of argnums.")
+            "of argnums."
+        )
     elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
         raise NonDifferentiableArgumentError(
             f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
-            "arrays and dicts/lists/tuples of them.")
+            "arrays and dicts/lists/tuples of them."
+        )
 
 
 def _tangent_like(t: Any, x: Any, where: str) -> Any:
@@ -65,16 +82,21 @@ def _tangent_like(t: Any, x: Any, where: str) -> Any:
         return support.zeros_like(x)
     if isinstance(x, dict):
         if not isinstance(t, dict) or set(t) - set(x):
-            raise ValueError(f"tangent {where} must be a dict with the keys of the argument")
+            raise ValueError(
+                f"tangent {where} must be a dict with the keys of the argument"
+            )
         return {k: _tangent_like(t.get(k), v, f"{where}[{k!r}]") for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         if not isinstance(t, (list, tuple)) or len(t) != len(x):
             raise ValueError(f"tangent {where} must be a list/tuple of length {len(x)}")
-        return type(x)(_tangent_like(ti, xi, f"{where}[{i}]")
-                       for i, (ti, xi) in enumerate(zip(t, x)))
+        return type(x)(
+            _tangent_like(ti, xi, f"{where}[{i}]")
+            for i, (ti, xi) in enumerate(zip(t, x))
+        )
     if np.shape(t) != np.shape(x):
-        raise ValueError(f"tangent {where} has shape {np.shape(t)}, the argument "
-                         f"{np.shape(x)}")
+        raise ValueError(
+            f"tangent {where} has shape {np.shape(t)}, the argument " f"{np.shape(x)}"
+        )
     if isinstance(x, np.ndarray):
         return np.asarray(t, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
     if isinstance(x, np.generic):
@@ -110,15 +132,19 @@ def _gradient_target(gf: Any, argnums: tuple[int, ...], values: list) -> _Target
         grads = grads if isinstance(gf.argnums, tuple) else grads[0]
         return (value, grads) if gf.with_value else grads
 
-    return _Target(fn, argnums, lambda v: list(v) + [1.0], output, forward.ForwardOptions())
+    return _Target(
+        fn, argnums, lambda v: list(v) + [1.0], output, forward.ForwardOptions()
+    )
 
 
-def _jvp_target(jf: "JvpFunction", argnums: tuple[int, ...], values: list) -> _Target:
+def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Target:
     """The emitted ``<f>_jvp`` of an inner ``jvp`` (differentiated in its primal inputs)."""
     n = len(values) - 1
     if any(i >= n for i in argnums):
-        raise ValueError("jvp of a jvp differentiates with respect to the primal arguments "
-                         "only (not the inner tangents)")
+        raise ValueError(
+            "jvp of a jvp differentiates with respect to the primal arguments "
+            "only (not the inner tangents)"
+        )
     fn = jf.emitted(values[:n])
 
     def prepare(v: list) -> list:
@@ -127,8 +153,9 @@ def _jvp_target(jf: "JvpFunction", argnums: tuple[int, ...], values: list) -> _T
     return _Target(fn, argnums, prepare, lambda r: r, forward.ForwardOptions())
 
 
-def reverse_function(fun: Callable, argnums: tuple[int, ...], options: pipeline.Options,
-                     values: list) -> Callable:
+def reverse_function(
+    fun: Callable, argnums: tuple[int, ...], options: pipeline.Options, values: list
+) -> Callable:
     """``fun``'s emitted value-and-gradient function (cached like ``s2sad.grad``)."""
     sig = _type_signature(values)
 
@@ -136,14 +163,20 @@ def reverse_function(fun: Callable, argnums: tuple[int, ...], options: pipeline.
         return pipeline.compile_function(fun, argnums, options, tuple(values))
 
     module, _, _ = cache.load(fun, argnums, options, sig, compile_source)
-    return next(getattr(module, n) for n in dir(module)
-                if n.endswith("_value_and_grad") and callable(getattr(module, n)))
+    return next(
+        getattr(module, n)
+        for n in dir(module)
+        if n.endswith("_value_and_grad") and callable(getattr(module, n))
+    )
 
 
 def _first_function(module: Any) -> Callable:
     """The first function the emitted module defines (its top-level ``_jvp``)."""
-    return next(v for v in vars(module).values()
-                if inspect.isfunction(v) and v.__module__ == module.__name__)
+    return next(
+        v
+        for v in vars(module).values()
+        if inspect.isfunction(v) and v.__module__ == module.__name__
+    )
 
 
 # ---------------------------------------------------------------- jvp
@@ -198,18 +231,24 @@ class JvpFunction:
         args = target.prepare(values)
 
         def compile_source():
-            return forward.compile_function(target.fn, target.argnums, target.options,
-                                            tuple(args))
+            return forward.compile_function(
+                target.fn, target.argnums, target.options, tuple(args)
+            )
 
-        module, path, source = cache.load(target.fn, target.argnums, target.options,
-                                          _type_signature(args), compile_source)
+        module, path, source = cache.load(
+            target.fn,
+            target.argnums,
+            target.options,
+            _type_signature(args),
+            compile_source,
+        )
         return _first_function(module), path, source, target
 
     def emitted(self, values: list) -> Callable:
         """The emitted ``_jvp`` function for these primal arguments."""
         return self._entry(list(values))[0]
 
-    def compile(self, *args: Any) -> "JvpFunction":
+    def compile(self, *args: Any) -> JvpFunction:
         """Compile (or load) for these primal arguments without running anything."""
         self._entry(self._bind(args))
         return self
@@ -217,13 +256,17 @@ class JvpFunction:
     @property
     def source(self) -> str:
         if self._last is None:
-            raise RuntimeError("not compiled yet: call the function (or .compile) first")
+            raise RuntimeError(
+                "not compiled yet: call the function (or .compile) first"
+            )
         return self._last[2]
 
     @property
     def path(self) -> str:
         if self._last is None:
-            raise RuntimeError("not compiled yet: call the function (or .compile) first")
+            raise RuntimeError(
+                "not compiled yet: call the function (or .compile) first"
+            )
         return str(self._last[1])
 
     @property
@@ -242,16 +285,18 @@ class JvpFunction:
         nums = _argnums_tuple(self.argnums)
         if isinstance(self.argnums, tuple):
             if not isinstance(tangents, (tuple, list)) or len(tangents) != len(nums):
-                raise ValueError(f"argnums={self.argnums}: pass a tuple of {len(nums)} "
-                                 "tangents")
+                raise ValueError(
+                    f"argnums={self.argnums}: pass a tuple of {len(nums)} " "tangents"
+                )
         else:
             tangents = (tangents,)
         names = list(self._signature.parameters)
         out = []
         for i, t in zip(nums, tangents):
             if i >= len(values):
-                raise IndexError(f"argnums={i} but the function takes {len(values)} "
-                                 "arguments")
+                raise IndexError(
+                    f"argnums={i} but the function takes {len(values)} " "arguments"
+                )
             _check_differentiable(values[i], f"argument '{names[i]}' (argnums={i})")
             out.append(_tangent_like(t, values[i], f"for '{names[i]}'"))
         return out
@@ -325,8 +370,10 @@ def hvp(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
 def _basis(x: Any) -> list[Any]:
     """Unit tangents of a float or array argument, one per entry (C order)."""
     if isinstance(x, (dict, list, tuple)):
-        raise TypeError("hessian and jacobian take float or array arguments (not "
-                        "dicts, lists or tuples); use hvp or jvp for those")
+        raise TypeError(
+            "hessian and jacobian take float or array arguments (not "
+            "dicts, lists or tuples); use hvp or jvp for those"
+        )
     if isinstance(x, np.ndarray):
         dtype = x.dtype if x.dtype.kind in "fc" else np.float64
         out = []
@@ -340,8 +387,9 @@ def _basis(x: Any) -> list[Any]:
 
 def _stack(columns: list[Any], in_shape: tuple, out_like: Any) -> Any:
     """Columns ``J e_k`` (each shaped like the output) as an array out.shape + in.shape."""
-    cols = np.stack([np.asarray(c, dtype=np.result_type(c, float)) for c in columns],
-                    axis=-1)
+    cols = np.stack(
+        [np.asarray(c, dtype=np.result_type(c, float)) for c in columns], axis=-1
+    )
     shape = np.shape(out_like) + tuple(in_shape)
     result = cols.reshape(shape)
     return float(result) if not shape else result
@@ -368,8 +416,12 @@ class HessianFunction:
                 hv = hv if isinstance(self.argnums, tuple) else (hv,)
                 for i in range(len(nums)):
                     blocks[i][j].append(hv[i])
-        out = tuple(tuple(_stack(blocks[i][j], np.shape(xs[j]), xs[i])
-                          for j in range(len(nums))) for i in range(len(nums)))
+        out = tuple(
+            tuple(
+                _stack(blocks[i][j], np.shape(xs[j]), xs[i]) for j in range(len(nums))
+            )
+            for i in range(len(nums))
+        )
         return out if isinstance(self.argnums, tuple) else out[0][0]
 
 
@@ -388,7 +440,9 @@ def hessian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
 class JacobianFunction:
     """``jacobian(f)(*args)``, shaped ``out.shape + x.shape``."""
 
-    def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0, mode: str = "auto"):
+    def __init__(
+        self, fun: Callable, argnums: int | tuple[int, ...] = 0, mode: str = "auto"
+    ):
         if mode not in ("auto", "forward", "reverse"):
             raise ValueError("mode must be 'auto', 'forward' or 'reverse'")
         functools.update_wrapper(self, fun, updated=())
@@ -410,8 +464,11 @@ class JacobianFunction:
             n_in = sum(int(np.size(x)) for x in xs)
             mode = "forward" if n_in <= int(np.size(out)) else "reverse"
         self.last_mode = mode
-        blocks = self._forward(args, nums, xs) if mode == "forward" else self._reverse(
-            args, nums, xs)
+        blocks = (
+            self._forward(args, nums, xs)
+            if mode == "forward"
+            else self._reverse(args, nums, xs)
+        )
         return blocks if isinstance(self.argnums, tuple) else blocks[0]
 
     def _forward(self, args: tuple, nums: tuple, xs: list) -> tuple:
@@ -422,7 +479,9 @@ class JacobianFunction:
             cols = []
             for e in _basis(x):
                 v = tuple(e if k == j else zeros[k] for k in range(len(nums)))
-                value, col = self._jvp(*args, v if isinstance(self.argnums, tuple) else v[0])
+                value, col = self._jvp(
+                    *args, v if isinstance(self.argnums, tuple) else v[0]
+                )
                 cols.append(col)
             blocks.append(_stack(cols, np.shape(x), value))
         return tuple(blocks)
@@ -435,8 +494,9 @@ class JacobianFunction:
         if isinstance(value, (list, tuple, dict)):
             raise NonScalarOutputError("jacobian needs a float or array output")
         rows: list[list] = [[] for _ in nums]
-        for seed in _basis(np.asarray(value, dtype=float) if np.ndim(value) else
-                           float(value)):
+        for seed in _basis(
+            np.asarray(value, dtype=float) if np.ndim(value) else float(value)
+        ):
             grads = fn(*values, seed)[1]
             for j, g in enumerate(grads):
                 rows[j].append(np.asarray(g, dtype=float))
@@ -447,8 +507,9 @@ class JacobianFunction:
         return tuple(blocks)
 
 
-def jacobian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0,
-             mode: str = "auto"):
+def jacobian(
+    fun: Callable | None = None, argnums: int | tuple[int, ...] = 0, mode: str = "auto"
+):
     """The Jacobian of ``f`` with respect to ``argnums``: ``out.shape + x.shape``.
 
     ``mode="auto"`` runs forward mode (one JVP per input entry) when the inputs
@@ -460,8 +521,9 @@ def jacobian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0,
     return JacobianFunction(fun, argnums, mode)
 
 
-def grad_of_gradient(inner: Any, argnums: int | tuple[int, ...] = 0,
-                     with_value: bool = False) -> Callable:
+def grad_of_gradient(
+    inner: Any, argnums: int | tuple[int, ...] = 0, with_value: bool = False
+) -> Callable:
     """``grad(grad(f, argnums=i), argnums=j)`` computed as forward over reverse.
 
     The inner gradient must be a scalar (argument i is a float or has one entry).
@@ -476,7 +538,8 @@ def grad_of_gradient(inner: Any, argnums: int | tuple[int, ...] = 0,
     if inner.with_value or isinstance(inner.argnums, tuple):
         raise NonScalarOutputError(
             "grad of value_and_grad or of a tuple of gradients: the inner function's "
-            "output is not a scalar; differentiate one gradient (an int argnums)")
+            "output is not a scalar; differentiate one gradient (an int argnums)"
+        )
     i = inner.argnums
     outer = JvpFunction(_gradient(inner.fun, argnums), i)
 
@@ -484,7 +547,8 @@ def grad_of_gradient(inner: Any, argnums: int | tuple[int, ...] = 0,
         if np.size(args[i]) != 1:
             raise NonScalarOutputError(
                 f"grad of grad: the inner gradient has the shape {np.shape(args[i])} of "
-                f"argument {i}, not a scalar; use s2sad.hessian or s2sad.hvp")
+                f"argument {i}, not a scalar; use s2sad.hessian or s2sad.hvp"
+            )
         _, d2 = outer(*args, _basis(args[i])[0])
         if not with_value:
             return d2

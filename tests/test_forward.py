@@ -13,12 +13,20 @@ import pytest
 
 import s2sad
 from s2sad import forward
-from s2sad.errors import MissingRuleError, NonDifferentiableArgumentError
-from s2sad.errors import UnsupportedSyntaxError
+from s2sad.errors import (
+    MissingRuleError,
+    NonDifferentiableArgumentError,
+    UnsupportedSyntaxError,
+)
 from s2sad.transforms import forward as forward_transform
 from tests import forward_cases as fc
-from tests.corpus import cases_basic, cases_calls, cases_combo, cases_data  # noqa: F401
-from tests.corpus import cases_loops  # noqa: F401
+from tests.corpus import (  # noqa: F401
+    cases_basic,
+    cases_calls,
+    cases_combo,
+    cases_data,
+    cases_loops,
+)
 from tests.corpus.registry import CASES
 
 RNG = np.random.default_rng(3)
@@ -69,7 +77,9 @@ def assert_tree_close(got, want, where="", rtol=1e-5, atol=1e-6):
         for k, (g, w) in enumerate(zip(got, want)):
             assert_tree_close(g, w, f"{where}[{k}]", rtol, atol)
     else:
-        assert np.shape(got) == np.shape(want), f"{where}: {np.shape(got)} vs {np.shape(want)}"
+        assert np.shape(got) == np.shape(
+            want
+        ), f"{where}: {np.shape(got)} vs {np.shape(want)}"
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=where)
 
 
@@ -126,11 +136,11 @@ def test_emitted_module_is_deterministic_and_standalone():
     assert first == second
     assert "Names bound by s2sad" not in first  # everything is imported
     namespace: dict = {}
-    exec(compile(first, "<jvp>", "exec"), namespace)
+    exec(compile(first, "<jvp>", "exec"), namespace)  # noqa: S102 (our own output)
     params = {"W": RNG.normal(size=(2, 3)), "b": RNG.normal(size=2)}
     x = RNG.normal(size=3)
     t = random_like(params)
-    value, tangent = namespace["with_dict_jvp"](params, x, t)
+    _, tangent = namespace["with_dict_jvp"](params, x, t)
     assert_tree_close(tangent, directional(fc.with_dict, [params, x], (0,), (t,)))
 
 
@@ -141,7 +151,7 @@ def test_argnums_tuple_pytrees_and_output_structure():
     params = {"W": RNG.normal(size=(2, 3)), "b": RNG.normal(size=2)}
     x = RNG.normal(size=3)
     ts = (random_like(params), random_like(x))
-    value, tangent = s2sad.jvp(fc.with_dict, argnums=(0, 1))(params, x, ts)
+    _, tangent = s2sad.jvp(fc.with_dict, argnums=(0, 1))(params, x, ts)
     assert set(tangent) == {"h", "s"}
     assert_tree_close(tangent, directional(fc.with_dict, [params, x], (0, 1), ts))
 
@@ -150,19 +160,20 @@ def test_bare_decorator_and_vector_output():
     f_jvp = s2sad.jvp(fc.vector_out)
     x, A = RNG.normal(size=3), RNG.normal(size=(4, 3))
     t = RNG.normal(size=3)
-    value, tangent = f_jvp(x, A, t)
+    _, tangent = f_jvp(x, A, t)
     assert tangent.shape == (4,)
     assert_tree_close(tangent, directional(fc.vector_out, [x, A], (0,), (t,)))
     decorated = s2sad.jvp(argnums=1)(fc.vector_out)
     tA = RNG.normal(size=(4, 3))
-    assert_tree_close(decorated(x, A, tA)[1],
-                      directional(fc.vector_out, [x, A], (1,), (tA,)))
+    assert_tree_close(
+        decorated(x, A, tA)[1], directional(fc.vector_out, [x, A], (1,), (tA,))
+    )
 
 
 def test_float32_stays_float32_and_none_tangent_is_zero():
     x = RNG.normal(size=3).astype(np.float32)
     W = RNG.normal(size=(3, 4)).astype(np.float32)
-    value, tangent = s2sad.jvp(fc.tanh_layer)(x, W, np.ones(3, np.float32))
+    _, tangent = s2sad.jvp(fc.tanh_layer)(x, W, np.ones(3, np.float32))
     assert np.asarray(tangent).dtype == np.float32
     assert s2sad.jvp(fc.tanh_layer)(x, W, None)[1] == 0
 
@@ -223,7 +234,9 @@ def test_recursion_gets_a_jvp_twin():
 
 
 def test_in_place_change_of_an_argument_is_refused():
-    with pytest.raises(UnsupportedSyntaxError, match="in-place change of the argument 'x'"):
+    with pytest.raises(
+        UnsupportedSyntaxError, match="in-place change of the argument 'x'"
+    ):
         s2sad.jvp(fc.mutates_argument)(np.ones(3), np.ones(3))
 
 
@@ -255,7 +268,7 @@ def test_jvp_of_a_jvp_is_a_second_directional_derivative():
     u, v = RNG.normal(size=3), RNG.normal(size=3)
     inner = s2sad.jvp(fc.tanh_layer)
     outer = s2sad.jvp(inner)
-    (value, first), (d_value, second) = outer(x, W, v, u)
+    (_, first), (d_value, second) = outer(x, W, v, u)
     np.testing.assert_allclose(first, inner(x, W, v)[1])
     np.testing.assert_allclose(d_value, inner(x, W, u)[1])
     want = (inner(x + 1e-5 * u, W, v)[1] - inner(x - 1e-5 * u, W, v)[1]) / 2e-5

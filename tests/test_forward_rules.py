@@ -17,8 +17,17 @@ import operator
 import numpy as np
 import pytest
 
-from s2sad.runtime import contractions, indexing, nn, pyfuncs, reductions, registry, shapes
-from s2sad.runtime import support, tangents
+from s2sad.runtime import (
+    contractions,
+    indexing,
+    nn,
+    pyfuncs,
+    reductions,
+    registry,
+    shapes,
+    support,
+    tangents,
+)
 from s2sad.runtime.reductions import logsumexp
 from tests.runtime.test_elementwise import BINARY, PAIRS, UNARY
 
@@ -104,7 +113,9 @@ def _compare(got, want, where, rtol=1e-5):
         return
     if isinstance(want, dict):
         for k in want:
-            _compare(None if got is None else got.get(k), want[k], f"{where}[{k!r}]", rtol)
+            _compare(
+                None if got is None else got.get(k), want[k], f"{where}[{k!r}]", rtol
+            )
         return
     w = np.asarray(want, dtype=float)
     g = np.zeros_like(w) if got is None else np.asarray(got, dtype=float)
@@ -117,8 +128,11 @@ def check_jvp(fn, *args, argnums=None, step=H, rtol=1e-5, **kwargs):
 
     (A larger ``step`` and ``rtol`` suit outputs of low precision, e.g. float16.)
     """
-    nums = argnums if argnums is not None else [
-        i for i, a in enumerate(args) if _is_float(a)]
+    nums = (
+        argnums
+        if argnums is not None
+        else [i for i, a in enumerate(args) if _is_float(a)]
+    )
     assert nums, "no float argument to differentiate"
     for i in nums:
         t = _random_like(args[i])
@@ -170,8 +184,9 @@ MISC_ELEMENTWISE = [
 ]
 
 
-@pytest.mark.parametrize("fn,args,kwargs", MISC_ELEMENTWISE,
-                         ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn,args,kwargs", MISC_ELEMENTWISE, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_other_elementwise(fn, args, kwargs):
     check_jvp(fn, *args, **kwargs)
 
@@ -236,7 +251,9 @@ if hasattr(np, "cumulative_sum"):
     ]
 
 
-@pytest.mark.parametrize("fn,args,kwargs", REDUCTIONS, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn,args,kwargs", REDUCTIONS, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_reductions(fn, args, kwargs):
     check_jvp(fn, *args, **kwargs)
 
@@ -291,12 +308,16 @@ if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))
 
 
-@pytest.mark.parametrize("fn,args,kwargs", SHAPES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn,args,kwargs", SHAPES, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_shapes_and_indexing(fn, args, kwargs):
     if fn is builtins.reversed:  # an iterator: compare as lists
         t = _random_like(args[0])
         got = list(tangents.pushforward(fn, 0, t, *args))
-        want = list(reversed(_difference(_axpy(args[0], H, t), _axpy(args[0], -H, t), H)))
+        want = list(
+            reversed(_difference(_axpy(args[0], H, t), _axpy(args[0], -H, t), H))
+        )
         _compare(got, want, "reversed")
         return
     low = fn in (np.float32, np.float16) or any(a is np.float32 for a in args)
@@ -322,7 +343,9 @@ if hasattr(np, "matvec"):
     CONTRACTIONS += [(np.matvec, (rnd(2, 3), rnd(3))), (np.vecmat, (rnd(3), rnd(3, 2)))]
 
 
-@pytest.mark.parametrize("fn,args", CONTRACTIONS, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn,args", CONTRACTIONS, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_contractions(fn, args):
     check_jvp(fn, *args)
 
@@ -437,7 +460,9 @@ RULE_CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("rule,args", RULE_CASES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "rule,args", RULE_CASES, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_tangents_of_adjoint_rules(rule, args):
     """Forward over reverse: each adjoint rule's own JVP, in g, ans and its inputs."""
     full = _rule_args(rule, *args)
@@ -456,19 +481,48 @@ MASKED = {reductions.d_max, nn.d_relu}
 def _tested_primals() -> set:
     cases = [c[0] for c in MISC_ELEMENTWISE + REDUCTIONS + SHAPES + CONTRACTIONS + MATH]
     cases += [fn for fn, *_ in UNARY] + [fn for fn, *_ in BINARY] + list(rule_primal)
-    cases += [math.atan2, math.hypot, math.copysign, math.fmod, math.remainder, math.pow,
-              math.dist, math.prod, math.fsum, np.linalg.inv, np.linalg.det,
-              np.linalg.slogdet, np.linalg.solve, np.linalg.matrix_power,
-              np.linalg.cholesky, np.linalg.eigh, np.linalg.eigvalsh, np.linalg.svdvals,
-              np.linalg.svd, builtins.max, builtins.min, builtins.sum, builtins.divmod,
-              builtins.sorted, nn.softmax, nn.log_softmax, nn.softmax_cross_entropy,
-              nn.binary_cross_entropy_with_logits, nn.dense, nn.conv1d, nn.maxpool1d]
+    cases += [
+        math.atan2,
+        math.hypot,
+        math.copysign,
+        math.fmod,
+        math.remainder,
+        math.pow,
+        math.dist,
+        math.prod,
+        math.fsum,
+        np.linalg.inv,
+        np.linalg.det,
+        np.linalg.slogdet,
+        np.linalg.solve,
+        np.linalg.matrix_power,
+        np.linalg.cholesky,
+        np.linalg.eigh,
+        np.linalg.eigvalsh,
+        np.linalg.svdvals,
+        np.linalg.svd,
+        builtins.max,
+        builtins.min,
+        builtins.sum,
+        builtins.divmod,
+        builtins.sorted,
+        nn.softmax,
+        nn.log_softmax,
+        nn.softmax_cross_entropy,
+        nn.binary_cross_entropy_with_logits,
+        nn.dense,
+        nn.conv1d,
+        nn.maxpool1d,
+    ]
     return {registry._key(f) for f in cases}
 
 
 def test_every_primal_with_an_adjoint_has_a_tested_tangent_rule():
     tested = _tested_primals()
-    untested = [r.name for r in registry.all_rules()
-                if r.adjoint is not None and registry._key(r.primal) not in tested]
+    untested = [
+        r.name
+        for r in registry.all_rules()
+        if r.adjoint is not None and registry._key(r.primal) not in tested
+    ]
     assert not untested, f"primals without a forward-rule test: {untested}"
     assert all(tangents.lookup(r.primal) is not None for r in registry.all_rules())

@@ -13,8 +13,13 @@ import s2sad
 from s2sad.errors import NonScalarOutputError
 from s2sad.forward import grad_of_gradient
 from tests import forward_cases as fc
-from tests.corpus import cases_basic, cases_calls, cases_combo, cases_data  # noqa: F401
-from tests.corpus import cases_loops  # noqa: F401
+from tests.corpus import (  # noqa: F401
+    cases_basic,
+    cases_calls,
+    cases_combo,
+    cases_data,
+    cases_loops,
+)
 from tests.corpus.registry import CASES
 from tests.test_forward import assert_tree_close, directional, random_like
 
@@ -65,8 +70,9 @@ def test_hessian_vector_product_of_corpus_function(case):
 def test_quadratic_form_has_the_symmetric_part_as_hessian():
     A = RNG.normal(size=(4, 4))
     x = RNG.normal(size=4)
-    np.testing.assert_allclose(s2sad.hessian(fc.quadratic)(x, A), 0.5 * (A + A.T),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        s2sad.hessian(fc.quadratic)(x, A), 0.5 * (A + A.T), atol=1e-12
+    )
     v = RNG.normal(size=4)
     np.testing.assert_allclose(s2sad.hvp(fc.quadratic)(x, A, v), 0.5 * (A + A.T) @ v)
 
@@ -75,8 +81,9 @@ def test_logsumexp_hessian_is_diag_p_minus_p_p():
     x = RNG.normal(size=5)
     p = np.exp(x - np.max(x))
     p /= p.sum()
-    np.testing.assert_allclose(s2sad.hessian(fc.lse)(x), np.diag(p) - np.outer(p, p),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        s2sad.hessian(fc.lse)(x), np.diag(p) - np.outer(p, p), atol=1e-12
+    )
 
 
 def test_rosenbrock_hessian_closed_form():
@@ -96,7 +103,7 @@ def test_hessian_blocks_for_several_arguments():
     np.testing.assert_allclose(h_aa, 6 * a * np.sum(x * x))
     np.testing.assert_allclose(h_ax, 6 * a * a * x)
     np.testing.assert_allclose(h_xa, 6 * a * a * x)
-    np.testing.assert_allclose(h_xx, 2 * a ** 3 * np.eye(3))
+    np.testing.assert_allclose(h_xx, 2 * a**3 * np.eye(3))
     assert isinstance(h_aa, float) and h_ax.shape == (3,) and h_xx.shape == (3, 3)
 
 
@@ -106,14 +113,18 @@ def test_moments_hessian_against_differences_of_the_gradient():
     g = s2sad.grad(fc.moments)
     for k in range(4):
         e = np.eye(4)[k]
-        np.testing.assert_allclose(H[:, k], (g(x + 1e-5 * e) - g(x - 1e-5 * e)) / 2e-5,
-                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            H[:, k], (g(x + 1e-5 * e) - g(x - 1e-5 * e)) / 2e-5, rtol=1e-5, atol=1e-7
+        )
     np.testing.assert_allclose(H, H.T, atol=1e-10)
 
 
 def test_hvp_of_a_network_loss_with_nn_rules():
-    params = {"W1": RNG.normal(size=(4, 5)), "b1": RNG.normal(size=5),
-              "W2": RNG.normal(size=(5, 3))}
+    params = {
+        "W1": RNG.normal(size=(4, 5)),
+        "b1": RNG.normal(size=5),
+        "W2": RNG.normal(size=(5, 3)),
+    }
     x, labels = RNG.normal(size=(6, 4)), np.array([0, 1, 2, 2, 1, 0])
     v = random_like(params)
     hv = s2sad.hvp(fc.mlp_loss)(params, x, labels, v)
@@ -122,8 +133,13 @@ def test_hvp_of_a_network_loss_with_nn_rules():
     W1, W2 = RNG.normal(size=(4, 5)), RNG.normal(size=(5, 3))
     vs = (random_like(W1), random_like(W2))
     hv = s2sad.hvp(fc.smooth_mlp_loss, argnums=(0, 1))(W1, W2, x, labels, vs)
-    want = directional(s2sad.grad(fc.smooth_mlp_loss, argnums=(0, 1)),
-                       [W1, W2, x, labels], (0, 1), vs, h=1e-5)
+    want = directional(
+        s2sad.grad(fc.smooth_mlp_loss, argnums=(0, 1)),
+        [W1, W2, x, labels],
+        (0, 1),
+        vs,
+        h=1e-5,
+    )
     assert_tree_close(hv, want, rtol=1e-4, atol=1e-6)
 
 
@@ -182,8 +198,9 @@ def test_public_grad_of_grad():
 def test_jacobian_modes_agree_with_differences(mode):
     x, A = RNG.normal(size=3), RNG.normal(size=(4, 3))
     J = s2sad.jacobian(fc.vector_out, mode=mode)(x, A)
-    want = np.stack([directional(fc.vector_out, [x, A], (0,), (e,)) for e in np.eye(3)],
-                    axis=-1)
+    want = np.stack(
+        [directional(fc.vector_out, [x, A], (0,), (e,)) for e in np.eye(3)], axis=-1
+    )
     assert J.shape == (4, 3)
     np.testing.assert_allclose(J, want, rtol=1e-6, atol=1e-8)
 
@@ -207,4 +224,6 @@ def test_jacobian_of_several_arguments_and_scalar_output():
     np.testing.assert_allclose(J_x, 0.5 * (A + A.T) @ x)
     np.testing.assert_allclose(J_A, 0.5 * np.outer(x, x))
     with pytest.raises(TypeError, match="dicts, lists or tuples"):
-        s2sad.jacobian(fc.with_dict)({"W": np.ones((2, 2)), "b": np.ones(2)}, np.ones(2))
+        s2sad.jacobian(fc.with_dict)(
+            {"W": np.ones((2, 2)), "b": np.ones(2)}, np.ones(2)
+        )

@@ -18,8 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime import contractions, indexing, linalg, nn, pyfuncs, reductions, shapes
-from s2sad.runtime import support
+from s2sad.runtime import (
+    contractions,
+    indexing,
+    linalg,
+    nn,
+    pyfuncs,
+    reductions,
+    shapes,
+    support,
+)
 from s2sad.runtime.reductions import expand, logsumexp
 from s2sad.runtime.tangents import (
     _FIXED_AXES,
@@ -30,8 +38,6 @@ from s2sad.runtime.tangents import (
     elementwise,
     filled,
     finish,
-    jvp_reduction,
-    jvp_scalar,
     linear,
     or_zeros,
     reduction,
@@ -69,13 +75,16 @@ def jvp_nanmean(t, ans, x, *args, **kwargs):
 
 
 @tangent(np.average)
-def jvp_average_a(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+def jvp_average_a(
+    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
+):
     return np.average(t, axis, weights, keepdims=keepdims)
 
 
 @tangent(np.average, argnum=2)
-def jvp_average_weights(t, ans, a, axis=None, weights=None, returned=False, *,
-                        keepdims=False):
+def jvp_average_weights(
+    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
+):
     """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``."""
     a, w, t = np.asarray(a), np.asarray(weights), np.asarray(t)
     if w.shape != a.shape:
@@ -199,7 +208,9 @@ def _shaped_like(t: Any, a: Any) -> Any:
 @tangent(np.meshgrid, argnum=-1, container=True)
 def jvp_meshgrid(t, ans, *xi, argnum, indexing="xy", **kwargs):
     """Grid i spreads input i along one axis; the other grids do not read it."""
-    axis = {0: 1, 1: 0}.get(argnum, argnum) if indexing == "xy" and len(xi) > 1 else argnum
+    axis = (
+        {0: 1, 1: 0}.get(argnum, argnum) if indexing == "xy" and len(xi) > 1 else argnum
+    )
     outs = [np.zeros(np.shape(a), dtype=np.result_type(a, float)) for a in ans]
     along = [1] * np.ndim(ans[argnum])
     along[axis] = -1
@@ -208,21 +219,26 @@ def jvp_meshgrid(t, ans, *xi, argnum, indexing="xy", **kwargs):
 
 
 @tangent(np.linspace)
-def jvp_linspace_start(t, ans, start, stop, num=50, endpoint=True, retstep=False,
-                       **kwargs):
+def jvp_linspace_start(
+    t, ans, start, stop, num=50, endpoint=True, retstep=False, **kwargs
+):
     return np.linspace(t, np.zeros_like(stop, dtype=float), num, endpoint, **kwargs)
 
 
 @tangent(np.linspace, argnum=1)
-def jvp_linspace_stop(t, ans, start, stop, num=50, endpoint=True, retstep=False,
-                      **kwargs):
+def jvp_linspace_stop(
+    t, ans, start, stop, num=50, endpoint=True, retstep=False, **kwargs
+):
     return np.linspace(np.zeros_like(start, dtype=float), t, num, endpoint, **kwargs)
 
 
 @tangent(np.arange)
 def jvp_arange_start(t, ans, *args, **kwargs):
-    return np.full(np.shape(ans), t, dtype=float) if len(args) >= 2 else np.zeros(
-        np.shape(ans))
+    return (
+        np.full(np.shape(ans), t, dtype=float)
+        if len(args) >= 2
+        else np.zeros(np.shape(ans))
+    )
 
 
 @tangent(np.arange, argnum=2)
@@ -292,7 +308,9 @@ def jvp_matrix_power(t, ans, a, n):
     powers = [eye]
     for _ in range(n - 1):
         powers.append(powers[-1] @ a)
-    total = np.zeros(np.broadcast_shapes(np.shape(t), a.shape), dtype=np.result_type(t, a))
+    total = np.zeros(
+        np.broadcast_shapes(np.shape(t), a.shape), dtype=np.result_type(t, a)
+    )
     for k in range(n):
         total = total + powers[k] @ t @ powers[n - 1 - k]
     return total
@@ -593,8 +611,9 @@ def jvp_d_std_g(t, ans, g, out, x, *args, **kwargs):
 
 
 @tangent(reductions.d_std, argnum=2, container=True)
-def jvp_d_std_x(t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0,
-                keepdims=False, **kw):
+def jvp_d_std_x(
+    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
+):
     """g (x - mean) / (n s) with s held fixed: g (t - mean t) / (n s)."""
     n = reductions.count(x, axis) - kw.get("correction", ddof)
     s = expand(out, x, axis, keepdims)
@@ -604,8 +623,9 @@ def jvp_d_std_x(t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0,
 
 
 @tangent(reductions.d_std, argnum=1, container=True)
-def jvp_d_std_out(t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0,
-                  keepdims=False, **kw):
+def jvp_d_std_out(
+    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
+):
     """g (x - mean) / (n s) with x held fixed: - g (x - mean) ds / (n s^2)."""
     n = reductions.count(x, axis) - kw.get("correction", ddof)
     s = expand(out, x, axis, keepdims)

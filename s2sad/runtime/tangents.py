@@ -34,9 +34,10 @@ import functools
 import hashlib
 import inspect
 import math
-from operator import getitem as operator_getitem
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from operator import getitem as operator_getitem
+from typing import Any
 
 import numpy as np
 
@@ -79,11 +80,20 @@ def _register(primals: tuple, **fields: Any) -> None:
         _TANGENTS[registry._key(primal)] = rule
 
 
-def linear(*primals: Any, slots: tuple[int, ...] | None = (0,), none_ok: bool = False,
-           container: bool = False) -> None:
+def linear(
+    *primals: Any,
+    slots: tuple[int, ...] | None = (0,),
+    none_ok: bool = False,
+    container: bool = False,
+) -> None:
     """Declare ``primals`` linear in each of ``slots`` (None: every argument)."""
-    _register(primals, kind="linear", none_ok=none_ok, container=container,
-              slots=None if slots is None else frozenset(slots))
+    _register(
+        primals,
+        kind="linear",
+        none_ok=none_ok,
+        container=container,
+        slots=None if slots is None else frozenset(slots),
+    )
 
 
 def additive(*primals: Any) -> None:
@@ -128,10 +138,16 @@ def tangent(*primals: Any, argnum: int = 0, container: bool = False) -> Callable
     def register(fn: Callable) -> Callable:
         for primal in primals:
             old = _TANGENTS.get(registry._key(primal))
-            written = dict(old.written) if old is not None and old.kind == "written" else {}
+            written = (
+                dict(old.written) if old is not None and old.kind == "written" else {}
+            )
             written[argnum] = fn
-            _register((primal,), kind="written", written=written,
-                      container=container or (old is not None and old.container))
+            _register(
+                (primal,),
+                kind="written",
+                written=written,
+                container=container or (old is not None and old.container),
+            )
         return fn
 
     return register
@@ -147,7 +163,9 @@ def _adjoint_of(primal: Any) -> Callable:
 def registry_error(primal: Any) -> Exception:
     from s2sad.errors import RuleError
 
-    return RuleError(f"{registry.display_name(primal)} has no adjoint rule to derive from")
+    return RuleError(
+        f"{registry.display_name(primal)} has no adjoint rule to derive from"
+    )
 
 
 def lookup(fn: Any) -> TangentRule | None:
@@ -166,8 +184,13 @@ def lookup(fn: Any) -> TangentRule | None:
     if adj.adjoint is None:
         return TangentRule(fn, "zero", name=adj.name)
     if _is_elementwise(fn, key):
-        return TangentRule(fn, "elementwise", adjoint=adj.adjoint,
-                           broadcasts=adj.broadcasts, name=adj.name)
+        return TangentRule(
+            fn,
+            "elementwise",
+            adjoint=adj.adjoint,
+            broadcasts=adj.broadcasts,
+            name=adj.name,
+        )
     return None
 
 
@@ -288,8 +311,9 @@ def _vdot(a: Any, b: Any) -> Any:
     return np.sum(np.multiply(a, b))
 
 
-def jvp_scalar(adjoint: Callable, argnum: int, t: Any, ans: Any, *args: Any,
-               **kwargs: Any) -> Any:
+def jvp_scalar(
+    adjoint: Callable, argnum: int, t: Any, ans: Any, *args: Any, **kwargs: Any
+) -> Any:
     """J t for a scalar-valued primal: the gradient of argument ``argnum`` dotted with t."""
     grads = pad(adjoint(ones_like_output(ans), ans, *args, **kwargs), len(args))
     out = _vdot(grads[argnum], t)
@@ -297,7 +321,7 @@ def jvp_scalar(adjoint: Callable, argnum: int, t: Any, ans: Any, *args: Any,
     return dtype.type(out) if dtype is not None and dtype.kind == "f" else out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn)
 
@@ -306,8 +330,9 @@ def _signature(fn: Callable) -> inspect.Signature:
 _FIXED_AXES: dict[Any, tuple[int, ...]] = {}
 
 
-def jvp_reduction(adjoint: Callable, t: Any, ans: Any, x: Any, *args: Any,
-                  **kwargs: Any) -> Any:
+def jvp_reduction(
+    adjoint: Callable, t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any
+) -> Any:
     """J t for a reduction: each output entry reads only its own slice of ``x``.
 
     The adjoint rule with g = 1 gives d ans / d x entry by entry; summing its
@@ -352,7 +377,11 @@ def pushforward(fn: Any, argnum: int, t: Any, *args: Any, **kwargs: Any) -> Any:
     if rule.kind == "scalar":
         return jvp_scalar(rule.adjoint, argnum, t, ans, *args, **kwargs)
     if rule.kind == "reduction":
-        return jvp_reduction(rule.adjoint, t, ans, *args, **kwargs) if argnum == 0 else None
+        return (
+            jvp_reduction(rule.adjoint, t, ans, *args, **kwargs)
+            if argnum == 0
+            else None
+        )
     written = rule.written.get(argnum)
     if written is not None:
         return written(t, ans, *args, **kwargs)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import copy
+import dataclasses
 import operator
 import re
 from dataclasses import dataclass
@@ -50,8 +50,17 @@ from s2sad.transforms.reverse import BINOPS, UNARYOPS, index_value
 from s2sad.transforms.tangent_exprs import NONE, SET, Op, Tangent, op_tangent
 
 #: helpers of s2sad.runtime.tangents that generated code may call
-TANGENT_HELPERS = ("or_zeros", "filled", "broadcast_like", "zero_entry", "set_item",
-                   "restore_tangent", "finish", "jvp_scalar", "jvp_reduction")
+TANGENT_HELPERS = (
+    "or_zeros",
+    "filled",
+    "broadcast_like",
+    "zero_entry",
+    "set_item",
+    "restore_tangent",
+    "finish",
+    "jvp_scalar",
+    "jvp_reduction",
+)
 #: calls that change their first argument in place: f -> position of the new value
 MUTATORS = {support.restore_item: 2, tangents.set_item: 2, tangents.restore_tangent: 2}
 INACTIVE_METHODS = activity.INACTIVE_METHODS | {"keys", "index", "count"}
@@ -81,8 +90,9 @@ class ForwardModule(pipeline.ModuleBuilder):
         self.jvp_specs: dict[tuple, JvpSpec] = {}
         self.jvp_queue: list[tuple[JvpSpec, parse.ParsedFunction]] = []
 
-    def request_jvp(self, info: CallInfo, pattern: tuple, caller: "FunctionForward",
-                    site: Any = None) -> str:
+    def request_jvp(
+        self, info: CallInfo, pattern: tuple, caller: FunctionForward, site: Any = None
+    ) -> str:
         """The name of the ``_jvp`` twin of a called user function, queued if new.
 
         ``site`` (a Problem at the call) marks a runtime function without a tangent
@@ -100,7 +110,9 @@ class ForwardModule(pipeline.ModuleBuilder):
             self.jvp_specs[key] = spec
             if info.kind == "local":
                 node = copy.deepcopy(local.node)
-                parsed = parse.ParsedFunction(node, caller.parsed.source, caller.parsed.env)
+                parsed = parse.ParsedFunction(
+                    node, caller.parsed.source, caller.parsed.env
+                )
                 parsed.local_functions = caller.local_functions
             else:
                 parsed = parse.parse_function(info.target)
@@ -108,12 +120,19 @@ class ForwardModule(pipeline.ModuleBuilder):
         return spec.name
 
     def snapshot(self) -> tuple:
-        return (set(self.namer.used), len(self.comments), dict(self.jvp_specs),
-                list(self.jvp_queue), dict(self.bindings), dict(self.origins),
-                dict(self.rule_imports), set(self.helpers_used))
+        return (
+            set(self.namer.used),
+            len(self.comments),
+            dict(self.jvp_specs),
+            list(self.jvp_queue),
+            dict(self.bindings),
+            dict(self.origins),
+            dict(self.rule_imports),
+            set(self.helpers_used),
+        )
 
     def restore(self, snap: tuple) -> None:
-        (used, n_comments, specs, queue, bindings, origins, imports, helpers) = snap
+        used, n_comments, specs, queue, bindings, origins, imports, helpers = snap
         self.namer.used = used
         del self.comments[n_comments:]
         self.jvp_specs, self.jvp_queue = specs, queue
@@ -121,8 +140,12 @@ class ForwardModule(pipeline.ModuleBuilder):
         self.rule_imports, self.helpers_used = imports, helpers
 
 
-def compile_function(fn: Any, argnums: tuple[int, ...], options: pipeline.Options | None = None,
-                     example_args: tuple = ()) -> tuple[str, dict[str, Any]]:
+def compile_function(
+    fn: Any,
+    argnums: tuple[int, ...],
+    options: pipeline.Options | None = None,
+    example_args: tuple = (),
+) -> tuple[str, dict[str, Any]]:
     """Compile ``fn``'s Jacobian-vector product w.r.t. ``argnums``: (source, bindings).
 
     The module's first function is ``<fn>_jvp(*params, *tangents) -> (value, tangent)``
@@ -135,20 +158,27 @@ def compile_function(fn: Any, argnums: tuple[int, ...], options: pipeline.Option
     parsed.example_args = dict(zip(params, example_args))
     wrt = [params[i] for i in argnums]
     top = module.namer.fresh(f"{parsed.node.name}_jvp")
-    module.functions.append(_compile(module, parsed, {p: 1 for p in wrt}, wrt, top, True))
+    module.functions.append(
+        _compile(module, parsed, {p: 1 for p in wrt}, wrt, top, True)
+    )
     while module.jvp_queue:
         spec, callee = module.jvp_queue.pop(0)
         callee_params = _params(callee.node)
         codes = {p: c for p, c in zip(callee_params, spec.pattern) if c}
         try:
             module.functions.append(
-                _compile(module, callee, codes, list(codes), spec.name, False))
+                _compile(module, callee, codes, list(codes), spec.name, False)
+            )
         except S2SADError as exc:
             if spec.site is None:
                 raise
-            raise MissingRuleError(dataclasses.replace(
-                spec.site, hint=f"{spec.site.hint}\n(differentiating its source failed: "
-                f"{str(exc).splitlines()[0]})")) from exc
+            raise MissingRuleError(
+                dataclasses.replace(
+                    spec.site,
+                    hint=f"{spec.site.hint}\n(differentiating its source failed: "
+                    f"{str(exc).splitlines()[0]})",
+                )
+            ) from exc
     _rename_clashing_imports(module)
     text = emit.run(module, emit.Header(parsed.source, wrt, fn))
     return _docstring_comments(text, module.comments), dict(module.bindings)
@@ -157,10 +187,14 @@ def compile_function(fn: Any, argnums: tuple[int, ...], options: pipeline.Option
 def _rename_clashing_imports(module: ForwardModule) -> None:
     """Rename an imported rule or helper that a variable of some function shadows."""
     tree = ast.Module(body=module.functions, type_ignores=[])
-    refs = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and anno(n).get("rule_ref")]
-    user = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-            and not anno(n).get("rule_ref")} | {a.arg for a in ast.walk(tree)
-                                                if isinstance(a, ast.arg)}
+    refs = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Name) and anno(n).get("rule_ref")
+    ]
+    user = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and not anno(n).get("rule_ref")
+    } | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
     for key, (mod, fn_name, alias) in sorted(module.rule_imports.items()):
         if alias in user:
             new = module.namer.fresh(alias)
@@ -174,10 +208,11 @@ def _rename_clashing_imports(module: ForwardModule) -> None:
 
 def _docstring_comments(text: str, comments: list[str]) -> str:
     """A comment that opens a function body is unparsed as a docstring: restore it."""
+
     def repl(m: re.Match) -> str:
         return f"{m.group(1)}# {comments[int(m.group(2))]}"
 
-    return re.sub(r'^( *)"""S2SAD_COMMENT_(\d+)"""$', repl, text, flags=re.M)
+    return re.sub(r'^( *)"""S2SAD_COMMENT_(\d+)"""$', repl, text, flags=re.MULTILINE)
 
 
 def _params(node: ast.FunctionDef) -> list[str]:
@@ -185,8 +220,14 @@ def _params(node: ast.FunctionDef) -> list[str]:
     return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
 
 
-def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[str, int],
-             wrt: list[str], fn_name: str, top: bool) -> ast.FunctionDef:
+def _compile(
+    module: ForwardModule,
+    parsed: parse.ParsedFunction,
+    codes: dict[str, int],
+    wrt: list[str],
+    fn_name: str,
+    top: bool,
+) -> ast.FunctionDef:
     """One function's ``_jvp`` twin: tangent parameters ``t_<p>`` for ``wrt``."""
     _unstar(parsed.node)
     validate.run(parsed)
@@ -194,15 +235,20 @@ def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[st
     node.args.args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
     node.args.posonlyargs, node.args.kwonlyargs, node.args.kw_defaults = [], [], []
     node.args.defaults = []
-    namer = Namer({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                  | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
-                  | module.namer.used | set(pipeline.HELPERS) | set(TANGENT_HELPERS))
+    namer = Namer(
+        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+        | module.namer.used
+        | set(pipeline.HELPERS)
+        | set(TANGENT_HELPERS)
+    )
     desugar.run(node, namer)
     node, norm = normalize.run(parsed, namer)
     _bind_statics(module, node, norm, parsed)
     never = _loop_counters(node)
-    ff = FunctionForward(module, parsed, namer, norm, _activity(node, wrt, never),
-                         _params(node))
+    ff = FunctionForward(
+        module, parsed, namer, norm, _activity(node, wrt, never), _params(node)
+    )
     ff.never = never
     for p in wrt:
         ff.state[p] = SET
@@ -216,24 +262,33 @@ def _compile(module: ForwardModule, parsed: parse.ParsedFunction, codes: dict[st
         t_ret = call(ff.rule_ref(tangents.finish), t_ret, copy.deepcopy(ret))
     ff.raise_problems()
     result = ast.Tuple(elts=[ret, t_ret], ctx=ast.Load())
-    return pipeline._def(fn_name, _params(node) + tparams, body + [ast.Return(value=result)])
+    return pipeline._def(
+        fn_name, _params(node) + tparams, body + [ast.Return(value=result)]
+    )
 
 
 def _unstar(node: ast.FunctionDef) -> None:
     """``a, b, *_ = v`` (as gradient modules unpack rule results) -> ``a, b = v[:2]``."""
     for sub in ast.walk(node):
-        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1
-                and isinstance(sub.targets[0], (ast.Tuple, ast.List))):
+        if not (
+            isinstance(sub, ast.Assign)
+            and len(sub.targets) == 1
+            and isinstance(sub.targets[0], (ast.Tuple, ast.List))
+        ):
             continue
         elts = sub.targets[0].elts
         last = elts[-1] if elts else None
-        if (isinstance(last, ast.Starred) and isinstance(last.value, ast.Name)
-                and last.value.id == "_" and not any(isinstance(e, ast.Starred)
-                                                     for e in elts[:-1])):
+        if (
+            isinstance(last, ast.Starred)
+            and isinstance(last.value, ast.Name)
+            and last.value.id == "_"
+            and not any(isinstance(e, ast.Starred) for e in elts[:-1])
+        ):
             sub.targets[0].elts = elts[:-1]
             head = ast.Slice(lower=None, upper=const(len(elts) - 1), step=None)
             sub.value = ast.copy_location(
-                ast.Subscript(value=sub.value, slice=head, ctx=ast.Load()), sub.value)
+                ast.Subscript(value=sub.value, slice=head, ctx=ast.Load()), sub.value
+            )
 
 
 def _bind_statics(module: ForwardModule, node: ast.FunctionDef, norm, parsed) -> None:
@@ -241,7 +296,11 @@ def _bind_statics(module: ForwardModule, node: ast.FunctionDef, norm, parsed) ->
     for sub in ast.walk(node):
         if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
             continue
-        if sub.id in norm.locals or sub.id in norm.local_functions or anno(sub).get("helper"):
+        if (
+            sub.id in norm.locals
+            or sub.id in norm.local_functions
+            or anno(sub).get("helper")
+        ):
             continue
         obj = parsed.env.lookup(sub.id)
         if obj is parse._MISSING or getattr(builtins, sub.id, parse._MISSING) is obj:
@@ -268,10 +327,16 @@ def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
     """activity._flow, plus the in-place helpers of emitted gradient modules."""
     if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
         info = anno(s.value).get("call")
-        pos = mutator_position(getattr(info, "target", None)) if info is not None else None
+        pos = (
+            mutator_position(getattr(info, "target", None))
+            if info is not None
+            else None
+        )
         args = s.value.args
         if pos is not None and len(args) > pos and isinstance(args[0], ast.Name):
-            return args[0].id, [a.id for a in (args[0], args[pos]) if isinstance(a, ast.Name)]
+            return args[0].id, [
+                a.id for a in (args[0], args[pos]) if isinstance(a, ast.Name)
+            ]
     return activity._flow(s)
 
 
@@ -281,11 +346,18 @@ def _loop_counters(node: ast.FunctionDef) -> set[str]:
     (Gradient modules also push them on their tape, so flow-insensitive activity
     alone would give them one.)
     """
-    return {n.id for s in ast.walk(node) if isinstance(s, ast.For)
-            for n in (s.target, s.iter) if isinstance(n, ast.Name)}
+    return {
+        n.id
+        for s in ast.walk(node)
+        if isinstance(s, ast.For)
+        for n in (s.target, s.iter)
+        if isinstance(n, ast.Name)
+    }
 
 
-def _activity(node: ast.FunctionDef, wrt: list[str], never: set[str]) -> activity.Activity:
+def _activity(
+    node: ast.FunctionDef, wrt: list[str], never: set[str]
+) -> activity.Activity:
     """Names that depend on ``wrt`` and names that reach the returned value."""
     stmts = list(activity.simple_statements(node.body))
     act = activity.Activity(active=set(wrt))
@@ -294,7 +366,11 @@ def _activity(node: ast.FunctionDef, wrt: list[str], never: set[str]) -> activit
     while changed:
         changed = False
         for target, ops in flows:
-            if target and target not in act.active and any(o in act.active for o in ops):
+            if (
+                target
+                and target not in act.active
+                and any(o in act.active for o in ops)
+            ):
                 act.active.add(target)
                 changed = True
     ret = node.body[-1]
@@ -325,8 +401,10 @@ class FunctionForward:
         self.norm = norm
         self.act = act
         self.params = set(params)
-        self.local_functions = {**getattr(parsed, "local_functions", {}),
-                                **norm.local_functions}
+        self.local_functions = {
+            **getattr(parsed, "local_functions", {}),
+            **norm.local_functions,
+        }
         self.state: dict[str, str] = {}
         self.holey: set[str] = set()
         self.tnames: dict[str, str] = {}
@@ -397,8 +475,12 @@ class FunctionForward:
     def mutated(self) -> set[str]:
         """Names changed in place somewhere in the function (their tangents are too)."""
         if not hasattr(self, "_mutated"):
-            self._mutated = {t for s in activity.simple_statements(self.norm_body())
-                             for t in [_mutation_target(s)] if t}
+            self._mutated = {
+                t
+                for s in activity.simple_statements(self.norm_body())
+                for t in [_mutation_target(s)]
+                if t
+            }
         return self._mutated
 
     def norm_body(self) -> list[ast.stmt]:
@@ -410,7 +492,9 @@ class FunctionForward:
         return const(None)
 
     # .................................................................. problems
-    def fail(self, node: ast.AST, message: str, hint: str = "", missing: bool = False) -> None:
+    def fail(
+        self, node: ast.AST, message: str, hint: str = "", missing: bool = False
+    ) -> None:
         problem = self.parsed.source.problem(node, message, hint)
         target = self.missing if missing else self.problems
         if problem not in target:
@@ -452,8 +536,14 @@ class FunctionForward:
         elif not isinstance(s, ast.Return):
             out.append(s)
 
-    def emit(self, s: ast.stmt, primal: list[ast.stmt], tangent: list[ast.stmt],
-             out: list[ast.stmt], pre: list[ast.stmt] = ()) -> None:
+    def emit(
+        self,
+        s: ast.stmt,
+        primal: list[ast.stmt],
+        tangent: list[ast.stmt],
+        out: list[ast.stmt],
+        pre: list[ast.stmt] = (),
+    ) -> None:
         """``pre`` (tangents made non-None before the statement changes anything), the
         primal statements, then the tangent ones, under a ``# tangent of:`` comment."""
         if tangent or pre:
@@ -464,13 +554,28 @@ class FunctionForward:
 
     # .................................................................. dry runs
     def snapshot(self) -> tuple:
-        return (dict(self.state), set(self.holey), dict(self.tnames), set(self.namer.used),
-                len(self.problems), len(self.missing), self.last_origin,
-                self.module.snapshot())
+        return (
+            dict(self.state),
+            set(self.holey),
+            dict(self.tnames),
+            set(self.namer.used),
+            len(self.problems),
+            len(self.missing),
+            self.last_origin,
+            self.module.snapshot(),
+        )
 
     def restore(self, snap: tuple) -> None:
-        (self.state, self.holey, self.tnames, used, n_problems, n_missing,
-         self.last_origin, module) = snap
+        (
+            self.state,
+            self.holey,
+            self.tnames,
+            used,
+            n_problems,
+            n_missing,
+            self.last_origin,
+            module,
+        ) = snap
         self.namer.used = used
         del self.problems[n_problems:]
         del self.missing[n_missing:]
@@ -485,11 +590,19 @@ def _mutation_target(s: ast.stmt) -> str | None:
     call_ = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
     if isinstance(call_, ast.Call):
         info = anno(call_).get("call")
-        if info is not None and info.kind == "method" and isinstance(call_.func.value, ast.Name) \
-                and info.target in ("append", "pop"):
+        if (
+            info is not None
+            and info.kind == "method"
+            and isinstance(call_.func.value, ast.Name)
+            and info.target in ("append", "pop")
+        ):
             return call_.func.value.id
-        if info is not None and mutator_position(info.target) is not None and call_.args \
-                and isinstance(call_.args[0], ast.Name):
+        if (
+            info is not None
+            and mutator_position(info.target) is not None
+            and call_.args
+            and isinstance(call_.args[0], ast.Name)
+        ):
             return call_.args[0].id
     return None
 
@@ -498,33 +611,60 @@ def op_of_value(ff: FunctionForward, v: ast.expr) -> Op | None:
     """The :class:`Op` of a non-call value (operators, indexing, attributes)."""
     if isinstance(v, ast.BinOp) and type(v.op) in BINOPS:
         op = v.op
-        return Op(BINOPS[type(op)], [v.left, v.right],
-                  lambda a: ast.BinOp(left=a[0], op=op, right=a[1]), node=v)
+        return Op(
+            BINOPS[type(op)],
+            [v.left, v.right],
+            lambda a: ast.BinOp(left=a[0], op=op, right=a[1]),
+            node=v,
+        )
     if isinstance(v, ast.UnaryOp) and type(v.op) in UNARYOPS:
         op = v.op
-        return Op(UNARYOPS[type(op)], [v.operand],
-                  lambda a: ast.UnaryOp(op=op, operand=a[0]), node=v)
+        return Op(
+            UNARYOPS[type(op)],
+            [v.operand],
+            lambda a: ast.UnaryOp(op=op, operand=a[0]),
+            node=v,
+        )
     if isinstance(v, ast.Subscript):
         sl = v.slice
-        return Op(operator.getitem, [v.value, index_value(sl)],
-                  lambda a: ast.Subscript(value=a[0], slice=copy.deepcopy(sl), ctx=ast.Load()),
-                  node=v)
+        return Op(
+            operator.getitem,
+            [v.value, index_value(sl)],
+            lambda a: ast.Subscript(
+                value=a[0], slice=copy.deepcopy(sl), ctx=ast.Load()
+            ),
+            node=v,
+        )
     if isinstance(v, ast.Attribute) and v.attr not in activity.INACTIVE_ATTRS:
         fn = registry.lookup_attribute(v.attr)
         attr = v.attr
-        return Op(fn, [v.value], lambda a: ast.Attribute(value=a[0], attr=attr, ctx=ast.Load()),
-                  node=v)
+        return Op(
+            fn,
+            [v.value],
+            lambda a: ast.Attribute(value=a[0], attr=attr, ctx=ast.Load()),
+            node=v,
+        )
     return None
 
 
-def rule_tangent(ff: FunctionForward, op: Op, x: str, pre: list[ast.stmt]) -> Tangent | None:
+def rule_tangent(
+    ff: FunctionForward, op: Op, x: str, pre: list[ast.stmt]
+) -> Tangent | None:
     """The tangent of ``x = op`` from the tangent rule of ``op.fn`` (loud if none)."""
     rule = tangents.lookup(op.fn) if op.fn is not None else None
     if rule is None:
         if any(isinstance(a, ast.Name) and ff.st(a.id) != NONE for a in op.args):
-            what = registry.display_name(op.fn) if op.fn is not None else ast.unparse(op.node)
-            ff.fail(op.node, f"no forward (tangent) rule for {what}",
-                    "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
-                    "def jvp_fn(t, ans, *args): return <J_i t>", missing=True)
+            what = (
+                registry.display_name(op.fn)
+                if op.fn is not None
+                else ast.unparse(op.node)
+            )
+            ff.fail(
+                op.node,
+                f"no forward (tangent) rule for {what}",
+                "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
+                "def jvp_fn(t, ans, *args): return <J_i t>",
+                missing=True,
+            )
         return None
     return op_tangent(ff, rule, op, x, pre)

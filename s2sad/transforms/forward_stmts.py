@@ -18,7 +18,7 @@ import ast
 import copy
 import inspect
 
-from s2sad.runtime import support, tangents
+from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, name
 from s2sad.transforms.calls import CallInfo
 from s2sad.transforms.forward import (
@@ -30,7 +30,6 @@ from s2sad.transforms.forward import (
     rule_tangent,
 )
 from s2sad.transforms.reverse import index_value
-from s2sad.runtime import registry
 from s2sad.transforms.tangent_exprs import MAYBE, NONE, SET, Op, Tangent
 
 
@@ -61,17 +60,25 @@ def assign_stmt(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None
     ff.emit(s, [s], tan, out, pre)
 
 
-def _pop_in_step(ff: FunctionForward, s: ast.stmt, v: ast.expr, out: list[ast.stmt]) -> None:
+def _pop_in_step(
+    ff: FunctionForward, s: ast.stmt, v: ast.expr, out: list[ast.stmt]
+) -> None:
     """``x = L.pop()`` where x needs no tangent: still pop ``t_L`` to keep it in step."""
-    is_pop = (isinstance(v, ast.Call) and anno(v)["call"].kind == "method"
-              and anno(v)["call"].target == "pop" and isinstance(v.func.value, ast.Name))
+    is_pop = (
+        isinstance(v, ast.Call)
+        and anno(v)["call"].kind == "method"
+        and anno(v)["call"].target == "pop"
+        and isinstance(v.func.value, ast.Name)
+    )
     if not is_pop or ff.st(v.func.value.id) == NONE or not ff.useful(v.func.value.id):
         out.append(s)
         return
     _method_statement(ff, ast.Expr(value=v), v.func.value.id, "pop", out, like=s)
 
 
-def value_tangent(ff: FunctionForward, x: str, v: ast.expr, pre: list[ast.stmt]) -> Tangent | None:
+def value_tangent(
+    ff: FunctionForward, x: str, v: ast.expr, pre: list[ast.stmt]
+) -> Tangent | None:
     """The tangent of ``x = v`` for any normalized value ``v``."""
     if isinstance(v, ast.Name):
         if ff.st(v.id) == NONE:
@@ -81,15 +88,21 @@ def value_tangent(ff: FunctionForward, x: str, v: ast.expr, pre: list[ast.stmt])
         return _literal(ff, v, v.elts, lambda ts: type(v)(elts=ts, ctx=ast.Load()))
     if isinstance(v, ast.Dict):
         keys = v.keys
-        return _literal(ff, v, v.values, lambda ts: ast.Dict(
-            keys=[copy.deepcopy(k) for k in keys], values=ts))
+        return _literal(
+            ff,
+            v,
+            v.values,
+            lambda ts: ast.Dict(keys=[copy.deepcopy(k) for k in keys], values=ts),
+        )
     if isinstance(v, ast.Call):
         return _call_tangent(ff, x, v, pre)
     op = op_of_value(ff, v)
     return None if op is None else rule_tangent(ff, op, x, pre)
 
 
-def _literal(ff: FunctionForward, v: ast.expr, elts: list[ast.expr], build) -> Tangent | None:
+def _literal(
+    ff: FunctionForward, v: ast.expr, elts: list[ast.expr], build
+) -> Tangent | None:
     """``[a, b]`` -> ``[t_a, None]``: a container tangent (holey if any entry may be None)."""
     if not elts:  # an empty container: its tangent is an empty container
         return Tangent(build([]), SET, False)
@@ -107,7 +120,9 @@ def _literal(ff: FunctionForward, v: ast.expr, elts: list[ast.expr], build) -> T
     return Tangent(build(ts), SET, holey)
 
 
-def _call_tangent(ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt]) -> Tangent | None:
+def _call_tangent(
+    ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt]
+) -> Tangent | None:
     info = anno(v)["call"]
     _check_keywords(ff, v)
     kwargs = {k.arg: k.value for k in v.keywords}
@@ -115,20 +130,37 @@ def _call_tangent(ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt])
         return _method_tangent(ff, x, v, info.target, kwargs, pre)
     keywords = v.keywords
     func = v.func
-    op = Op(info.target, list(v.args), lambda a: ast.Call(
-        func=copy.deepcopy(func), args=a, keywords=copy.deepcopy(keywords)), kwargs, v)
+    op = Op(
+        info.target,
+        list(v.args),
+        lambda a: ast.Call(
+            func=copy.deepcopy(func), args=a, keywords=copy.deepcopy(keywords)
+        ),
+        kwargs,
+        v,
+    )
     return rule_tangent(ff, op, x, pre)
 
 
 def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
     for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
         if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
-            ff.fail(kw.value, f"differentiated value '{kw.value.id}' passed as keyword "
-                    f"argument '{kw.arg}'", "pass it as a positional argument")
+            ff.fail(
+                kw.value,
+                f"differentiated value '{kw.value.id}' passed as keyword "
+                f"argument '{kw.arg}'",
+                "pass it as a positional argument",
+            )
 
 
-def _method_tangent(ff: FunctionForward, x: str, v: ast.Call, method: str, kwargs: dict,
-                    pre: list[ast.stmt]) -> Tangent | None:
+def _method_tangent(
+    ff: FunctionForward,
+    x: str,
+    v: ast.Call,
+    method: str,
+    kwargs: dict,
+    pre: list[ast.stmt],
+) -> Tangent | None:
     recv = v.func.value
     if method in INACTIVE_METHODS:
         return None
@@ -136,22 +168,36 @@ def _method_tangent(ff: FunctionForward, x: str, v: ast.Call, method: str, kwarg
         if not _has_tangent(ff, recv):
             return None
         ff.materialize(recv.id, pre)
-        expr = ast.Call(func=ast.Attribute(value=name(ff.t(recv.id)), attr=method,
-                                           ctx=ast.Load()),
-                        args=[copy.deepcopy(a) for a in v.args], keywords=[])
+        expr = ast.Call(
+            func=ast.Attribute(value=name(ff.t(recv.id)), attr=method, ctx=ast.Load()),
+            args=[copy.deepcopy(a) for a in v.args],
+            keywords=[],
+        )
         holey = recv.id in ff.holey or method == "get"
         return Tangent(expr, MAYBE if holey else SET, holey)
     fn = registry.lookup_method(method)
     if fn is None:
         if _has_tangent(ff, recv) or any(_has_tangent(ff, a) for a in v.args):
-            ff.fail(v, f"no forward (tangent) rule for the method '.{method}()' of a "
-                    "differentiated value", f"call the NumPy function instead "
-                    f"(np.{method}(x, ...))", missing=True)
+            ff.fail(
+                v,
+                f"no forward (tangent) rule for the method '.{method}()' of a "
+                "differentiated value",
+                f"call the NumPy function instead " f"(np.{method}(x, ...))",
+                missing=True,
+            )
         return None
     keywords = v.keywords
-    op = Op(fn, [recv, *v.args], lambda a: ast.Call(
-        func=ast.Attribute(value=a[0], attr=method, ctx=ast.Load()), args=a[1:],
-        keywords=copy.deepcopy(keywords)), kwargs, v)
+    op = Op(
+        fn,
+        [recv, *v.args],
+        lambda a: ast.Call(
+            func=ast.Attribute(value=a[0], attr=method, ctx=ast.Load()),
+            args=a[1:],
+            keywords=copy.deepcopy(keywords),
+        ),
+        kwargs,
+        v,
+    )
     return rule_tangent(ff, op, x, pre)
 
 
@@ -164,13 +210,20 @@ def _runtime_source_call(ff: FunctionForward, v: ast.Call) -> ast.Call | None:
     function's own source is differentiated; None otherwise."""
     info = anno(v)["call"]
     fn = info.target
-    if info.kind != "unknown" or not inspect.isfunction(fn) or tangents.lookup(fn) is not None:
+    if (
+        info.kind != "unknown"
+        or not inspect.isfunction(fn)
+        or tangents.lookup(fn) is not None
+    ):
         return None
     if not (fn.__module__ or "").startswith("s2sad.runtime.") or not any(
-            _has_tangent(ff, a) for a in v.args):
+        _has_tangent(ff, a) for a in v.args
+    ):
         return None
     try:
-        bound = inspect.signature(fn).bind(*v.args, **{k.arg: k.value for k in v.keywords})
+        bound = inspect.signature(fn).bind(
+            *v.args, **{k.arg: k.value for k in v.keywords}
+        )
     except TypeError:
         return None
     args = []
@@ -191,13 +244,21 @@ def _runtime_source_call(ff: FunctionForward, v: ast.Call) -> ast.Call | None:
 def _site(ff: FunctionForward, v: ast.Call):
     what = registry.display_name(anno(v)["call"].target)
     return ff.parsed.source.problem(
-        v, f"no forward (tangent) rule for {what}",
+        v,
+        f"no forward (tangent) rule for {what}",
         "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
-        "def jvp_fn(t, ans, *args): return <J_i t>")
+        "def jvp_fn(t, ans, *args): return <J_i t>",
+    )
 
 
-def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
-              out: list[ast.stmt], site=None) -> None:
+def user_call(
+    ff: FunctionForward,
+    s: ast.Assign,
+    x: str,
+    v: ast.Call,
+    out: list[ast.stmt],
+    site=None,
+) -> None:
     """``x = g(a, b)`` -> ``x, t_x = g_jvp(a, b, t_a)`` (only tangents that exist)."""
     info = anno(v)["call"]
     useful = ff.useful(x)
@@ -212,10 +273,15 @@ def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
     pre: list[ast.stmt] = []
     for a in active:
         ff.materialize(a.id, pre)
-    pattern = tuple(0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args)
+    pattern = tuple(
+        0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
+    )
     fname = ff.module.request_jvp(info, pattern, ff, site)
-    jvp_call = ast.Call(func=name(fname), args=list(v.args) + [name(ff.t(a.id)) for a in active],
-                        keywords=[])
+    jvp_call = ast.Call(
+        func=name(fname),
+        args=list(v.args) + [name(ff.t(a.id)) for a in active],
+        keywords=[],
+    )
     if not active:
         tan = []
         if useful:
@@ -224,7 +290,9 @@ def user_call(ff: FunctionForward, s: ast.Assign, x: str, v: ast.Call,
         first = assign(x, ast.Subscript(value=jvp_call, slice=const(0), ctx=ast.Load()))
         ff.emit(s, [first], tan, out)
         return
-    pair = ast.Tuple(elts=[name(x, store=True), name(ff.t(x), store=True)], ctx=ast.Store())
+    pair = ast.Tuple(
+        elts=[name(x, store=True), name(ff.t(x), store=True)], ctx=ast.Store()
+    )
     new = ast.Assign(targets=[pair], value=jvp_call, type_comment=None)
     ff.state[x] = MAYBE
     ff.holey.add(x)
@@ -246,13 +314,24 @@ def setitem(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None:
     ff.materialize(y, pre)
     tan: list[ast.stmt] = []
     if _has_tangent(ff, v) and ff.st(v.id) == SET:
-        store = ast.Subscript(value=name(ff.t(y)), slice=copy.deepcopy(target.slice),
-                              ctx=ast.Store())
-        tan.append(ast.Assign(targets=[store], value=name(ff.t(v.id)), type_comment=None))
+        store = ast.Subscript(
+            value=name(ff.t(y)), slice=copy.deepcopy(target.slice), ctx=ast.Store()
+        )
+        tan.append(
+            ast.Assign(targets=[store], value=name(ff.t(v.id)), type_comment=None)
+        )
     else:
         value = name(ff.t(v.id)) if _has_tangent(ff, v) else const(None)
-        tan.append(ast.Expr(value=call(ff.rule_ref(tangents.set_item), name(ff.t(y)),
-                                       index_value(copy.deepcopy(target.slice)), value)))
+        tan.append(
+            ast.Expr(
+                value=call(
+                    ff.rule_ref(tangents.set_item),
+                    name(ff.t(y)),
+                    index_value(copy.deepcopy(target.slice)),
+                    value,
+                )
+            )
+        )
     if not _has_tangent(ff, v) or ff.st(v.id) != SET or v.id in ff.holey:
         ff.holey.add(y)
     ff.emit(s, [s], tan, out, pre)
@@ -260,8 +339,11 @@ def setitem(ff: FunctionForward, s: ast.Assign, out: list[ast.stmt]) -> None:
 
 def _no_argument_change(ff: FunctionForward, s: ast.stmt, y: str) -> None:
     if y in ff.params and ff.st(y) != NONE:
-        ff.fail(s, f"in-place change of the argument '{y}'",
-                f"work on a copy: {y} = {y}.copy() (or list({y})) first")
+        ff.fail(
+            s,
+            f"in-place change of the argument '{y}'",
+            f"work on a copy: {y} = {y}.copy() (or list({y})) first",
+        )
 
 
 def expr_call(ff: FunctionForward, s: ast.Expr, out: list[ast.stmt]) -> None:
@@ -274,16 +356,29 @@ def expr_call(ff: FunctionForward, s: ast.Expr, out: list[ast.stmt]) -> None:
     if info.kind in ("rule", "unknown") and mutator_position(info.target) is not None:
         _mutator(ff, s, info.target, out)
         return
-    if info.kind == "unknown" and any(_has_tangent(ff, a) for a in v.args):
-        if tangents.lookup(info.target) is None:
-            ff.fail(v, f"no forward (tangent) rule for {ast.unparse(v.func)}, called on a "
-                    "differentiated value", "register one with "
-                    "s2sad.runtime.tangents.tangent(fn)", missing=True)
+    if (
+        info.kind == "unknown"
+        and any(_has_tangent(ff, a) for a in v.args)
+        and tangents.lookup(info.target) is None
+    ):
+        ff.fail(
+            v,
+            f"no forward (tangent) rule for {ast.unparse(v.func)}, called on a "
+            "differentiated value",
+            "register one with " "s2sad.runtime.tangents.tangent(fn)",
+            missing=True,
+        )
     out.append(s)
 
 
-def _method_statement(ff: FunctionForward, s: ast.Expr, recv: str, method: str,
-                      out: list[ast.stmt], like: ast.stmt | None = None) -> None:
+def _method_statement(
+    ff: FunctionForward,
+    s: ast.Expr,
+    recv: str,
+    method: str,
+    out: list[ast.stmt],
+    like: ast.stmt | None = None,
+) -> None:
     v = s.value
     primal = like or s
     if method == "append":
@@ -296,20 +391,28 @@ def _method_statement(ff: FunctionForward, s: ast.Expr, recv: str, method: str,
         _no_argument_change(ff, s, recv)
         pre: list[ast.stmt] = []
         ff.materialize(recv, pre)
-        pop = ast.Call(func=ast.Attribute(value=name(ff.t(recv)), attr="pop", ctx=ast.Load()),
-                       args=[copy.deepcopy(a) for a in v.args], keywords=[])
+        pop = ast.Call(
+            func=ast.Attribute(value=name(ff.t(recv)), attr="pop", ctx=ast.Load()),
+            args=[copy.deepcopy(a) for a in v.args],
+            keywords=[],
+        )
         ff.emit(primal, [primal], [ast.Expr(value=pop)], out, pre)
         return
     fn = registry.lookup_method(method)
     if fn is None and method not in INACTIVE_METHODS:
-        ff.fail(v, f"the method '.{method}()' may change a differentiated value in place",
-                "build a new value instead (forward mode mirrors only append, pop and "
-                "item assignment)", missing=True)
+        ff.fail(
+            v,
+            f"the method '.{method}()' may change a differentiated value in place",
+            "build a new value instead (forward mode mirrors only append, pop and "
+            "item assignment)",
+            missing=True,
+        )
     out.append(primal)
 
 
-def _append(ff: FunctionForward, s: ast.Expr, lst: str, v: ast.expr,
-            out: list[ast.stmt]) -> None:
+def _append(
+    ff: FunctionForward, s: ast.Expr, lst: str, v: ast.expr, out: list[ast.stmt]
+) -> None:
     if not ff.useful(lst) or (ff.st(lst) == NONE and not _has_tangent(ff, v)):
         out.append(s)
         return
@@ -317,9 +420,17 @@ def _append(ff: FunctionForward, s: ast.Expr, lst: str, v: ast.expr,
     pre: list[ast.stmt] = []
     ff.materialize(lst, pre)
     value = name(ff.t(v.id)) if _has_tangent(ff, v) else const(None)
-    tan = [ast.Expr(value=ast.Call(
-        func=ast.Attribute(value=name(ff.t(lst)), attr="append", ctx=ast.Load()),
-        args=[value], keywords=[]))]
+    tan = [
+        ast.Expr(
+            value=ast.Call(
+                func=ast.Attribute(
+                    value=name(ff.t(lst)), attr="append", ctx=ast.Load()
+                ),
+                args=[value],
+                keywords=[],
+            )
+        )
+    ]
     if not _has_tangent(ff, v) or ff.st(v.id) != SET or v.id in ff.holey:
         ff.holey.add(lst)
     ff.emit(s, [s], tan, out, pre)
@@ -330,8 +441,11 @@ def _mutator(ff: FunctionForward, s: ast.Expr, fn, out: list[ast.stmt]) -> None:
     assign items: the same change on ``t_y`` with the new value's tangent."""
     args = s.value.args
     y, new = args[0], args[MUTATORS[fn]]
-    if not isinstance(y, ast.Name) or not ff.useful(y.id) or (
-            ff.st(y.id) == NONE and not _has_tangent(ff, new)):
+    if (
+        not isinstance(y, ast.Name)
+        or not ff.useful(y.id)
+        or (ff.st(y.id) == NONE and not _has_tangent(ff, new))
+    ):
         out.append(s)
         return
     pre: list[ast.stmt] = []
@@ -368,8 +482,11 @@ def _set_current(ff: FunctionForward, states: tuple) -> None:
 
 def _declare(ff: FunctionForward, before: dict, after: dict) -> list[ast.stmt]:
     """``t_x = None`` for tangents that exist after a compound statement but not before."""
-    return [assign(ff.t(x), const(None)) for x in sorted(after)
-            if before.get(x, NONE) == NONE and x in ff.tnames]
+    return [
+        assign(ff.t(x), const(None))
+        for x in sorted(after)
+        if before.get(x, NONE) == NONE and x in ff.tnames
+    ]
 
 
 def if_stmt(ff: FunctionForward, s: ast.If, out: list[ast.stmt]) -> None:
@@ -411,8 +528,9 @@ def loop(ff: FunctionForward, s: ast.For | ast.While, out: list[ast.stmt]) -> No
     ff.last_origin = None
     out.extend(_declare(ff, entry[0], guess[0]))
     if isinstance(s, ast.For):
-        new_loop: ast.stmt = ast.For(target=s.target, iter=s.iter, body=body, orelse=[],
-                                     type_comment=None)
+        new_loop: ast.stmt = ast.For(
+            target=s.target, iter=s.iter, body=body, orelse=[], type_comment=None
+        )
     else:
         new_loop = ast.While(test=s.test, body=body, orelse=[])
     out.append(new_loop)

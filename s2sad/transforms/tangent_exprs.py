@@ -21,8 +21,9 @@ import functools
 import inspect
 import operator
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -60,10 +61,15 @@ class Tangent:
     alias: bool = False  # the expression is an operand's tangent itself (no new array)
 
 
-def op_tangent(ff, rule: TangentRule, op: Op, ans: str, pre: list[ast.stmt]) -> Tangent | None:
+def op_tangent(
+    ff, rule: TangentRule, op: Op, ans: str, pre: list[ast.stmt]
+) -> Tangent | None:
     """The tangent of ``ans = op`` (None: zero), materializing operand tangents in ``pre``."""
-    active = [i for i, a in enumerate(op.args)
-              if isinstance(a, ast.Name) and ff.st(a.id) != NONE and rule.differentiable_in(i)]
+    active = [
+        i
+        for i, a in enumerate(op.args)
+        if isinstance(a, ast.Name) and ff.st(a.id) != NONE and rule.differentiable_in(i)
+    ]
     if not active:
         return None
     if rule.kind == "additive":
@@ -72,7 +78,9 @@ def op_tangent(ff, rule: TangentRule, op: Op, ans: str, pre: list[ast.stmt]) -> 
     names = [i for i, a in enumerate(op.args) if isinstance(a, ast.Name)]
     every = len(active) > 1 and active == names  # the sum has the broadcast shape
     for i in active:
-        part = _contribution(ff, rule, op, i, _operand(ff, rule, op, i, pre), ans, every)
+        part = _contribution(
+            ff, rule, op, i, _operand(ff, rule, op, i, pre), ans, every
+        )
         if part is not None:
             parts.append(part)
     return combine(ff, parts, rule.container)
@@ -104,7 +112,9 @@ def _operand(ff, rule: TangentRule, op: Op, i: int, pre: list[ast.stmt]) -> Tang
         ff.materialize(a, pre)
     expr: ast.expr = name(ff.t(a))
     holey = a in ff.holey
-    needs_fill = rule.kind != "linear" or (rule.primal not in HOLES_OK and not rule.none_ok)
+    needs_fill = rule.kind != "linear" or (
+        rule.primal not in HOLES_OK and not rule.none_ok
+    )
     if holey and needs_fill:
         expr = call(ff.rule_ref(tangents.filled), expr, op.args[i])
         holey = False
@@ -115,8 +125,9 @@ def _replaced(args: list[ast.expr], i: int, t: ast.expr) -> list[ast.expr]:
     return [t if k == i else copy.deepcopy(a) for k, a in enumerate(args)]
 
 
-def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str,
-                  every: bool = False) -> Tangent | None:
+def _contribution(
+    ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str, every: bool = False
+) -> Tangent | None:
     """Operand i's contribution ``J_i t`` to the tangent of ``ans``."""
     kind = rule.kind
     if kind == "linear":
@@ -140,13 +151,24 @@ def _contribution(ff, rule: TangentRule, op: Op, i: int, t: Tangent, ans: str,
         return Tangent(expr, SET, True)
     rest = _kw(op)
     if kind == "scalar":
-        expr = call(ff.rule_ref(tangents.jvp_scalar), ff.rule_ref(rule.adjoint), const(i),
-                    t.expr, name(ans), *op.args)
+        expr = call(
+            ff.rule_ref(tangents.jvp_scalar),
+            ff.rule_ref(rule.adjoint),
+            const(i),
+            t.expr,
+            name(ans),
+            *op.args,
+        )
     elif kind == "reduction":
         if i != 0:
             return None
-        expr = call(ff.rule_ref(tangents.jvp_reduction), ff.rule_ref(rule.adjoint), t.expr,
-                    name(ans), *op.args)
+        expr = call(
+            ff.rule_ref(tangents.jvp_reduction),
+            ff.rule_ref(rule.adjoint),
+            t.expr,
+            name(ans),
+            *op.args,
+        )
     else:  # written
         return _written(ff, rule, op, i, t.expr, ans)
     expr.keywords = rest
@@ -159,22 +181,30 @@ def _kw(op: Op) -> list[ast.keyword]:
 
 def _additive(ff, rule: TangentRule, op: Op, active: list[int]) -> Tangent:
     """``f(t_a, t_b)`` for a jointly linear ``f`` that reads None as zero."""
-    ts = [name(ff.t(a.id)) if i in active else const(None) for i, a in enumerate(op.args)]
+    ts = [
+        name(ff.t(a.id)) if i in active else const(None) for i, a in enumerate(op.args)
+    ]
     maybe = all(ff.st(op.args[i].id) != SET for i in active)
     holey = any(op.args[i].id in ff.holey for i in active)
     if len(active) == 1:  # add(t, None) is t itself
-        return Tangent(ts[active[0]], MAYBE if maybe else SET, holey, alias=True)
+        return Tangent(ts[active[0]], MAYBE if maybe else SET, holey)  # add aliases too
     return Tangent(op.rebuild(ts), MAYBE if maybe else SET, holey or rule.container)
 
 
-def _elementwise(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str,
-                 every: bool) -> Tangent | None:
+def _elementwise(
+    ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str, every: bool
+) -> Tangent | None:
     """The adjoint rule with g := t (a diagonal Jacobian is symmetric), entry i."""
     exprs = instantiate(rule.adjoint, t, name(ans), op.args, op.kwargs)
     if exprs is None:
-        rule_call = ast.Call(func=ff.rule_ref(rule.adjoint), args=[t, name(ans), *op.args],
-                             keywords=_kw(op))
-        expr: ast.expr | None = ast.Subscript(value=rule_call, slice=const(i), ctx=ast.Load())
+        rule_call = ast.Call(
+            func=ff.rule_ref(rule.adjoint),
+            args=[t, name(ans), *op.args],
+            keywords=_kw(op),
+        )
+        expr: ast.expr | None = ast.Subscript(
+            value=rule_call, slice=const(i), ctx=ast.Load()
+        )
     else:
         expr = exprs[i] if i < len(exprs) else None
         if expr is None:
@@ -194,8 +224,11 @@ def _full_shape(expr: ast.expr, ans: str, args: list[ast.expr], i: int) -> bool:
     """
     used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     others = {a.id for k, a in enumerate(args) if k != i and isinstance(a, ast.Name)}
-    return ans in used or (others <= used and bool(others)) or not any(
-        isinstance(a, ast.Name) for k, a in enumerate(args) if k != i)
+    return (
+        ans in used
+        or (others <= used and bool(others))
+        or not any(isinstance(a, ast.Name) for k, a in enumerate(args) if k != i)
+    )
 
 
 def _constant_power(op: Op, i: int, t: ast.expr) -> Tangent | None:
@@ -203,20 +236,27 @@ def _constant_power(op: Op, i: int, t: ast.expr) -> Tangent | None:
     if op.fn is not np.power or i != 0 or len(op.args) != 2:
         return None
     c = op.args[1]
-    if not isinstance(c, ast.Constant) or isinstance(c.value, bool) or not isinstance(
-            c.value, (int, float)):
+    if (
+        not isinstance(c, ast.Constant)
+        or isinstance(c.value, bool)
+        or not isinstance(c.value, (int, float))
+    ):
         return None
     x, n = op.args[0], c.value
     if n == 0:
         return None
     if n == 1:
         return Tangent(t, SET, alias=True)
-    factor: ast.expr = x if n == 2 else ast.BinOp(left=x, op=ast.Pow(), right=const(n - 1))
+    factor: ast.expr = (
+        x if n == 2 else ast.BinOp(left=x, op=ast.Pow(), right=const(n - 1))
+    )
     factor = ast.BinOp(left=const(n), op=ast.Mult(), right=factor)
     return Tangent(ast.BinOp(left=t, op=ast.Mult(), right=factor), SET)
 
 
-def _written(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -> Tangent | None:
+def _written(
+    ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str
+) -> Tangent | None:
     fn = rule.written.get(i)
     extra: list[ast.keyword] = []
     if fn is None:
@@ -226,8 +266,11 @@ def _written(ff, rule: TangentRule, op: Op, i: int, t: ast.expr, ans: str) -> Ta
         return None
     expr = None if extra else inline_single(fn, t, name(ans), op.args, op.kwargs)
     if expr is None:
-        expr = ast.Call(func=ff.rule_ref(fn), args=[t, name(ans), *op.args],
-                        keywords=_kw(op) + extra)
+        expr = ast.Call(
+            func=ff.rule_ref(fn),
+            args=[t, name(ans), *op.args],
+            keywords=_kw(op) + extra,
+        )
     else:
         ff.bind_np(expr)
     return Tangent(expr, SET, rule.container)
@@ -243,7 +286,7 @@ class _Form:
     result: ast.expr
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _form(fn: Callable) -> _Form | None:
     """The single ``return`` expression of ``fn`` over its parameters and ``np``."""
     try:
@@ -251,22 +294,34 @@ def _form(fn: Callable) -> _Form | None:
     except (OSError, TypeError, SyntaxError):
         return None
     node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef) or node.args.kwonlyargs or node.args.vararg \
-            or node.args.kwarg:
+    if (
+        not isinstance(node, ast.FunctionDef)
+        or node.args.kwonlyargs
+        or node.args.vararg
+        or node.args.kwarg
+    ):
         return None
     body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    ):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return None
     params = tuple(a.arg for a in node.args.args)
     defaults = {}
-    for a, d in zip(node.args.args[len(params) - len(node.args.defaults):], node.args.defaults):
+    for a, d in zip(
+        node.args.args[len(params) - len(node.args.defaults) :], node.args.defaults
+    ):
         if not isinstance(d, ast.Constant):
             return None
         defaults[a.arg] = d.value
     used = {n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)}
-    if used - set(params) - {"np"} or ("np" in used and fn.__globals__.get("np") is not np):
+    if used - set(params) - {"np"} or (
+        "np" in used and fn.__globals__.get("np") is not np
+    ):
         return None
     return _Form(params, defaults, body[0].value)
 
@@ -279,15 +334,20 @@ class _Substitute(ast.NodeTransformer):
         return copy.deepcopy(self.mapping[node.id]) if node.id in self.mapping else node
 
 
-def inline_single(fn: Callable, t: ast.expr, ans: ast.expr, args: list[ast.expr],
-                  kwargs: dict[str, ast.expr]) -> ast.expr | None:
+def inline_single(
+    fn: Callable,
+    t: ast.expr,
+    ans: ast.expr,
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+) -> ast.expr | None:
     """``fn``'s return expression with its parameters replaced, or None if not inlinable."""
     form = _form(fn)
     if form is None or len(form.params) < len(args) + 2:
         return None
     mapping: dict[str, ast.expr] = {form.params[0]: t, form.params[1]: ans}
     mapping.update(zip(form.params[2:], args))
-    for p in form.params[2 + len(args):]:
+    for p in form.params[2 + len(args) :]:
         if p in kwargs:
             mapping[p] = kwargs[p]
         elif p in form.defaults:
