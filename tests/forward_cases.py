@@ -112,3 +112,15 @@ def uses_recursion(x):
 
 def moments(x):
     return np.std(x) + np.var(x) * np.mean(x)
+
+
+def det_of(x):
+    return np.linalg.det(x.reshape(2, 2))
+
+
+def norm_of(x):
+    return np.linalg.norm(x) * np.prod(x)
+
+
+def cumprod_of(x):
+    return np.sum(np.cumprod(x))

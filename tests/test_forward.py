@@ -7,6 +7,7 @@ Every JVP is checked against a central difference along the same tangent:
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -279,3 +280,15 @@ def test_jvp_of_a_jvp_is_a_second_directional_derivative():
 def test_the_public_names_are_exported():
     assert {"jvp", "hvp", "hessian", "jacobian"} <= set(s2sad.__all__)
     assert s2sad.jvp is forward.jvp and s2sad.hessian is forward.hessian
+
+
+def test_readme_forward_excerpt_is_current():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Forward mode and higher order", 1)[1]
+    excerpt = section.split("verbatim for `tanh_layer`", 1)[1]
+    code = excerpt.split("```python", 1)[1].split("```", 1)[0]
+    f_jvp = s2sad.jvp(fc.tanh_layer)
+    f_jvp(np.ones(3), np.ones((3, 4)), np.ones(3))
+    emitted = f_jvp.source.splitlines()
+    for line in code.strip().splitlines():
+        assert line in emitted, line

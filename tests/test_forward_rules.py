@@ -412,6 +412,12 @@ def test_helpers_of_gradient_modules():
     check_jvp(tangents.finish, rnd(3), rnd(3), argnums=[0])
     check_jvp(tangents.broadcast_like, rnd(3), rnd(2, 3), argnums=[0])
     check_jvp(tangents.zero_entry, (rnd(2), rnd(3)), 0, argnums=[0])
+    check_jvp(reductions.like, rnd(3), rnd(3), argnums=[0])
+    check_jvp(reductions.expand, rnd(3), rnd(3, 4), 1, False, argnums=[0])
+    check_jvp(reductions.spread, rnd(3), rnd(3, 4), 1, False, argnums=[0])
+    check_jvp(reductions.to_last, rnd(2, 3, 4), (0, 2))
+    check_jvp(reductions.from_last, rnd(3, 8), (2, 3, 4), (0, 2))
+    check_jvp(shapes.unstack_like, rnd(2, 3), [rnd(3), rnd(3)], argnums=[0])
 
 
 def _rule_args(rule, *args, **kwargs):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.errors import NonScalarOutputError
+from s2sad.errors import MissingRuleError, NonScalarOutputError
 from s2sad.forward import grad_of_gradient
 from tests import forward_cases as fc
 from tests.corpus import (  # noqa: F401
@@ -227,3 +227,24 @@ def test_jacobian_of_several_arguments_and_scalar_output():
         s2sad.jacobian(fc.with_dict)(
             {"W": np.ones((2, 2)), "b": np.ones(2)}, np.ones(2)
         )
+
+
+# ---------------------------------------------------------------- adjoint rules without
+# a tangent rule: their own source is differentiated
+
+
+def test_second_order_through_adjoint_rules_differentiated_from_source():
+    x = np.array([1.3, 0.7, 1.1, 0.9])
+    v = RNG.normal(size=4)
+    for f in (fc.det_of, fc.norm_of):
+        hv = s2sad.hvp(f)(x, v)
+        want = directional(s2sad.grad(f), [x], (0,), (v,), h=1e-5)
+        np.testing.assert_allclose(hv, want, rtol=1e-5, atol=1e-7)
+
+
+def test_an_adjoint_rule_that_cannot_be_differentiated_is_named():
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.hvp(fc.cumprod_of)(np.ones(3), np.ones(3))
+    message = str(info.value)
+    assert "no forward (tangent) rule for s2sad.runtime.reductions.d_cumprod" in message
+    assert "differentiating its source failed" in message

@@ -468,11 +468,20 @@ def jvp_maxpool1d(t, ans, x, k):
 # Helpers and adjoint rules that emitted gradient modules call.
 
 additive(support.add, support.accumulate)
-linear(support.unbroadcast, support.finalize, support.item_of, support.without_item,
-       support.split_last, none_ok=True, container=True)  # fmt: skip
-linear(support.pad, support.copy_item, container=True)
-linear(or_zeros, filled, finish, none_ok=True, container=True)
-linear(broadcast_like, zero_entry, container=True)
+# (none_ok: they read None as zero; container: the result may hold None entries even
+# when the tangent passed in holds none)
+linear(support.unbroadcast, support.finalize, support.without_item, or_zeros, filled,
+       finish, none_ok=True)  # fmt: skip
+linear(support.item_of, support.split_last, none_ok=True, container=True)
+linear(support.pad, support.copy_item, zero_entry, container=True)
+linear(broadcast_like)
+# helpers of the adjoint rules (linear in their first argument), for rules whose
+# own source is differentiated
+linear(reductions.like, reductions.expand, reductions.spread, reductions.to_last,
+       reductions.from_last, shapes.unstack_like)  # fmt: skip
+# ... and helpers whose results are integers, axes or piecewise-constant weights
+constant(reductions.axes_of, reductions.count, reductions._norm_kind,
+         reductions._mask_share, reductions._along)  # fmt: skip
 constant(support.zeros_like, support.ones_like_output)
 
 # adjoint rules that read their other arguments only for shapes, indices or

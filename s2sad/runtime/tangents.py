@@ -74,7 +74,11 @@ _TANGENTS: dict[Any, TangentRule] = {}
 _ELEMENTWISE: set[Any] = set()
 
 
+_CHANGES = [0]  # bumped on every registration: fingerprint() is cached per value
+
+
 def _register(primals: tuple, **fields: Any) -> None:
+    _CHANGES[0] += 1
     for primal in primals:
         rule = TangentRule(primal, name=registry.display_name(primal), **fields)
         _TANGENTS[registry._key(primal)] = rule
@@ -113,6 +117,7 @@ def constant(*primals: Any) -> None:
 
 def elementwise(*primals: Any) -> None:
     """Declare ``primals`` elementwise: their adjoint rule with g := t is the JVP."""
+    _CHANGES[0] += 1
     _ELEMENTWISE.update(registry._key(p) for p in primals)
 
 
@@ -207,7 +212,12 @@ def _is_elementwise(fn: Any, key: Any) -> bool:
 def fingerprint() -> str:
     """A hash of every tangent rule (kind, slots, written sources); part of cache keys."""
     registry._ensure_loaded()
-    h = hashlib.sha256(registry.fingerprint().encode())
+    return _fingerprint(_CHANGES[0], registry.fingerprint())
+
+
+@functools.lru_cache(maxsize=4)
+def _fingerprint(changes: int, adjoints: str) -> str:
+    h = hashlib.sha256(adjoints.encode())
     for rule in sorted(_TANGENTS.values(), key=lambda r: r.name):
         h.update(f"{rule.name}:{rule.kind}:{sorted(rule.slots or [])}".encode())
         h.update(f"{rule.none_ok}{rule.container}".encode())

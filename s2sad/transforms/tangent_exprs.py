@@ -135,7 +135,9 @@ def _contribution(
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
-        holey = rule.container or (rule.primal in HOLES_OK and t.holey)
+        holey = rule.container or (
+            (rule.primal in HOLES_OK or rule.none_ok) and t.holey
+        )
         return Tangent(expr, MAYBE if maybe else SET, holey)
     if kind == "elementwise":
         power = _constant_power(op, i, t.expr)
