@@ -180,6 +180,11 @@ def _decorator(with_value: bool):
             return lambda f: GradientFunction(f, argnums, with_value, optimize)
         if isinstance(fun, int) or isinstance(fun, tuple):
             raise TypeError("pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)")
+        if isinstance(fun, GradientFunction):
+            # grad(grad(f)): forward over reverse, by transforming the emitted module
+            from s2sad.forward import grad_of_gradient
+
+            return grad_of_gradient(fun, argnums, with_value)
         return GradientFunction(fun, argnums, with_value, optimize)
     return make
 
