@@ -43,7 +43,15 @@ import numpy as np
 from s2sad import pipeline
 from s2sad.errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from s2sad.runtime import registry, support, tangents
-from s2sad.transforms import activity, desugar, emit, normalize, parse, validate
+from s2sad.transforms import (
+    activity,
+    desugar,
+    emit,
+    normalize,
+    parse,
+    tangent_cleanup,
+    validate,
+)
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name
 from s2sad.transforms.calls import CallInfo
 from s2sad.transforms.reverse import BINOPS, UNARYOPS, index_value
@@ -262,9 +270,8 @@ def _compile(
         t_ret = call(ff.rule_ref(tangents.finish), t_ret, copy.deepcopy(ret))
     ff.raise_problems()
     result = ast.Tuple(elts=[ret, t_ret], ctx=ast.Load())
-    return pipeline._def(
-        fn_name, _params(node) + tparams, body + [ast.Return(value=result)]
-    )
+    body = tangent_cleanup.run(body + [ast.Return(value=result)])
+    return pipeline._def(fn_name, _params(node) + tparams, body)
 
 
 def _unstar(node: ast.FunctionDef) -> None:

@@ -296,7 +296,7 @@ def user_call(
     new = ast.Assign(targets=[pair], value=jvp_call, type_comment=None)
     ff.state[x] = MAYBE
     ff.holey.add(x)
-    ff.emit(s, [new], [], out, pre)
+    ff.emit(s, [], [new], out, pre)
 
 
 # ---------------------------------------------------------------- mutation
@@ -482,11 +482,14 @@ def _set_current(ff: FunctionForward, states: tuple) -> None:
 
 def _declare(ff: FunctionForward, before: dict, after: dict) -> list[ast.stmt]:
     """``t_x = None`` for tangents that exist after a compound statement but not before."""
-    return [
+    out = [
         assign(ff.t(x), const(None))
         for x in sorted(after)
         if before.get(x, NONE) == NONE and x in ff.tnames
     ]
+    for s in out:
+        anno(s)["declaration"] = True  # dropped later if nothing reads it
+    return out
 
 
 def if_stmt(ff: FunctionForward, s: ast.If, out: list[ast.stmt]) -> None:

@@ -112,8 +112,9 @@ def _operand(ff, rule: TangentRule, op: Op, i: int, pre: list[ast.stmt]) -> Tang
         ff.materialize(a, pre)
     expr: ast.expr = name(ff.t(a))
     holey = a in ff.holey
-    needs_fill = rule.kind != "linear" or (
-        rule.primal not in HOLES_OK and not rule.none_ok
+    # (ufuncs read arrays and floats, whose tangents have no None entries)
+    needs_fill = rule.kind not in ("linear", "elementwise") or (
+        rule.kind == "linear" and rule.primal not in HOLES_OK and not rule.none_ok
     )
     if holey and needs_fill:
         expr = call(ff.rule_ref(tangents.filled), expr, op.args[i])
