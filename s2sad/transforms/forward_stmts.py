@@ -21,7 +21,7 @@ import inspect
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, name
 from s2sad.transforms.calls import CallInfo
-from s2sad.transforms.forward import (
+from s2sad.transforms.forward_function import (
     INACTIVE_METHODS,
     MUTATORS,
     FunctionForward,
@@ -35,6 +35,29 @@ from s2sad.transforms.tangent_exprs import MAYBE, NONE, SET, Op, Tangent
 
 def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:
     return isinstance(e, ast.Name) and ff.st(e.id) != NONE
+
+
+def block(ff: FunctionForward, stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The primal and tangent statements of a normalized block."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        statement(ff, s, out)
+    return out
+
+
+def statement(ff: FunctionForward, s: ast.stmt, out: list[ast.stmt]) -> None:
+    if isinstance(s, ast.If):
+        if_stmt(ff, s, out)
+    elif isinstance(s, (ast.For, ast.While)):
+        loop(ff, s, out)
+    elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+        assign_stmt(ff, s, out)
+    elif isinstance(s, ast.Assign):
+        setitem(ff, s, out)
+    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        expr_call(ff, s, out)
+    elif not isinstance(s, ast.Return):
+        out.append(s)
 
 
 # ---------------------------------------------------------------- x = value
@@ -495,11 +518,11 @@ def _declare(ff: FunctionForward, before: dict, after: dict) -> list[ast.stmt]:
 def if_stmt(ff: FunctionForward, s: ast.If, out: list[ast.stmt]) -> None:
     entry = _current(ff)
     ff.last_origin = None
-    body = ff.block(s.body)
+    body = block(ff, s.body)
     first = _current(ff)
     _set_current(ff, entry)
     ff.last_origin = None
-    orelse = ff.block(s.orelse)
+    orelse = block(ff, s.orelse)
     second = _current(ff)
     joined = _join(first, second)
     both = {x for x in joined[0] if x in first[0] and x in second[0]}
@@ -517,7 +540,7 @@ def loop(ff: FunctionForward, s: ast.For | ast.While, out: list[ast.stmt]) -> No
     for _ in range(16):
         snap = ff.snapshot()
         _enter_body(ff, s, guess)
-        ff.block(s.body)
+        block(ff, s.body)
         after = _current(ff)
         ff.restore(snap)
         new = _join(entry, after)
@@ -526,7 +549,7 @@ def loop(ff: FunctionForward, s: ast.For | ast.While, out: list[ast.stmt]) -> No
         guess = new
     _enter_body(ff, s, guess)
     ff.last_origin = None
-    body = ff.block(s.body) or [ast.Pass()]
+    body = block(ff, s.body) or [ast.Pass()]
     _set_current(ff, _join(guess, _current(ff)))
     ff.last_origin = None
     out.extend(_declare(ff, entry[0], guess[0]))
