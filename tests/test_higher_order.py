@@ -248,3 +248,39 @@ def test_an_adjoint_rule_that_cannot_be_differentiated_is_named():
     message = str(info.value)
     assert "no forward (tangent) rule for s2sad.runtime.reductions.d_cumprod" in message
     assert "differentiating its source failed" in message
+
+
+# ---------------------------------------------------------------- the example models
+
+
+@pytest.fixture
+def examples(monkeypatch):
+    """The example scripts' modules (examples/ on sys.path for this test only)."""
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    return {
+        n: importlib.import_module(n) for n in ("mlp_mnist", "rnn_mnist", "cnn_imdb")
+    }
+
+
+def test_hvp_of_the_example_models(examples):
+    """Embedding, conv1d, maxpool1d, relu, the RNN loop and both losses, in float64."""
+    rng = np.random.default_rng(5)
+    mlp, rnn, cnn = examples["mlp_mnist"], examples["rnn_mnist"], examples["cnn_imdb"]
+    labels = rng.integers(0, 10, size=3)
+    table = rng.normal(size=(30, 50))
+    cases = [
+        (mlp.loss_tanh, mlp.init_params(rng, "tanh"), rng.normal(size=(3, 784)), labels),
+        (mlp.loss_relu, mlp.init_params(rng, "relu"), rng.normal(size=(3, 784)), labels),
+        (rnn.loss, rnn.init_params(rng), rng.normal(size=(2, 784)), labels[:2]),
+        (cnn.loss, cnn.init_params(rng, table, 20), rng.integers(0, 30, size=(4, 20)),
+         rng.integers(0, 2, size=4).astype(float)),
+    ]  # fmt: skip
+    for loss, params, x, y in cases:
+        params = {k: np.asarray(p, dtype=np.float64) for k, p in params.items()}
+        v = random_like(params)
+        hv = s2sad.hvp(loss)(params, x, y, v)
+        want = directional(s2sad.grad(loss), [params, x, y], (0,), (v,), h=1e-5)
+        assert_tree_close(hv, want, loss.__qualname__, rtol=1e-4, atol=1e-6)
