@@ -1,13 +1,13 @@
 """s2sad: source-to-source reverse-mode automatic differentiation for NumPy code.
 
-    import s2sad
+import s2sad
 
-    @s2sad.grad
-    def loss(w, x, y):
-        return np.mean((x @ w - y) ** 2)
+@s2sad.grad
+def loss(w, x, y):
+    return np.mean((x @ w - y) ** 2)
 
-    g_w = loss(w, x, y)           # gradient with the shape of w
-    print(loss.source)            # the emitted gradient code
+g_w = loss(w, x, y)           # gradient with the shape of w
+print(loss.source)            # the emitted gradient code
 """
 
 from __future__ import annotations
@@ -16,8 +16,17 @@ from s2sad.runtime.registry import adjoint, nondifferentiable
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "value_and_grad", "jvp", "hvp", "hessian", "jacobian", "adjoint",
-           "nondifferentiable", "__version__"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "jvp",
+    "hvp",
+    "hessian",
+    "jacobian",
+    "adjoint",
+    "nondifferentiable",
+    "__version__",
+]
 
 
 def __getattr__(name: str):

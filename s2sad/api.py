@@ -27,8 +27,13 @@ class GradientFunction:
     available after the first call (or after :meth:`compile`).
     """
 
-    def __init__(self, fun: Callable, argnums: int | tuple[int, ...], with_value: bool,
-                 optimize: bool = True):
+    def __init__(
+        self,
+        fun: Callable,
+        argnums: int | tuple[int, ...],
+        with_value: bool,
+        optimize: bool = True,
+    ):
         if not callable(fun):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
@@ -60,8 +65,21 @@ class GradientFunction:
     def _type_signature(self, values: list[Any]) -> str:
         parts = []
         for v in values:
-            if not isinstance(v, (np.ndarray, np.generic, float, int, bool, list, tuple, dict,
-                                  type(None), str)):
+            if not isinstance(
+                v,
+                (
+                    np.ndarray,
+                    np.generic,
+                    float,
+                    int,
+                    bool,
+                    list,
+                    tuple,
+                    dict,
+                    type(None),
+                    str,
+                ),
+            ):
                 parts.append(f"{type(v).__module__}.{type(v).__qualname__}")
             else:
                 parts.append("-")
@@ -78,12 +96,19 @@ class GradientFunction:
                     from s2sad import cache, pipeline
 
                     def compile_source():
-                        return pipeline.compile_function(self.fun, argnums, self.options,
-                                                         tuple(values))
-                    module, path, source = cache.load(self.fun, argnums, self.options, sig,
-                                                      compile_source)
-                    fn = next(getattr(module, n) for n in dir(module)
-                              if n.endswith("_value_and_grad") and callable(getattr(module, n)))
+                        return pipeline.compile_function(
+                            self.fun, argnums, self.options, tuple(values)
+                        )
+
+                    module, path, source = cache.load(
+                        self.fun, argnums, self.options, sig, compile_source
+                    )
+                    fn = next(
+                        getattr(module, n)
+                        for n in dir(module)
+                        if n.endswith("_value_and_grad")
+                        and callable(getattr(module, n))
+                    )
                     entry = (fn, path, source)
                     self._compiled[sig] = entry
         self._last = entry
@@ -97,13 +122,17 @@ class GradientFunction:
     @property
     def source(self) -> str:
         if self._last is None:
-            raise RuntimeError("not compiled yet: call the gradient function (or .compile) first")
+            raise RuntimeError(
+                "not compiled yet: call the gradient function (or .compile) first"
+            )
         return self._last[2]
 
     @property
     def path(self) -> str:
         if self._last is None:
-            raise RuntimeError("not compiled yet: call the gradient function (or .compile) first")
+            raise RuntimeError(
+                "not compiled yet: call the gradient function (or .compile) first"
+            )
         return str(self._last[1])
 
     # -- calling
@@ -111,20 +140,29 @@ class GradientFunction:
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
-                raise IndexError(f"argnums={i} but {self.fun.__name__} takes {len(values)} arguments")
+                raise IndexError(
+                    f"argnums={i} but {self.fun.__name__} takes {len(values)} arguments"
+                )
             v = values[i]
-            if not (type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")):
-                _check_differentiable(v, self._names[i], i)  # the slow path: pytrees, errors
+            if not (
+                type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")
+            ):
+                _check_differentiable(
+                    v, self._names[i], i
+                )  # the slow path: pytrees, errors
         value, grads = self._module(values)(*values)
         if not (type(value) is float or np.size(value) == 1) or isinstance(
-                value, (tuple, list, dict)):
+            value, (tuple, list, dict)
+        ):
             raise NonScalarOutputError(
                 f"{self.fun.__qualname__} returned a value of shape {np.shape(value)}; grad needs "
                 "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
                 "output separately."
             )
         if out is not None:
-            grads = _write_into(out, grads if isinstance(self.argnums, tuple) else grads[0])
+            grads = _write_into(
+                out, grads if isinstance(self.argnums, tuple) else grads[0]
+            )
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
         return (value, grads) if self.with_value else grads
@@ -174,18 +212,25 @@ def _write_into(out: Any, grads: Any) -> Any:
 
 
 def _decorator(with_value: bool):
-    def make(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0, *,
-             optimize: bool = True):
+    def make(
+        fun: Callable | None = None,
+        argnums: int | tuple[int, ...] = 0,
+        *,
+        optimize: bool = True,
+    ):
         if fun is None:
             return lambda f: GradientFunction(f, argnums, with_value, optimize)
         if isinstance(fun, int) or isinstance(fun, tuple):
-            raise TypeError("pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)")
+            raise TypeError(
+                "pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)"
+            )
         if isinstance(fun, GradientFunction):
             # grad(grad(f)): forward over reverse, by transforming the emitted module
             from s2sad.forward import grad_of_gradient
 
             return grad_of_gradient(fun, argnums, with_value)
         return GradientFunction(fun, argnums, with_value, optimize)
+
     return make
 
 
@@ -201,4 +246,6 @@ Each gradient has the structure, shape and dtype of its argument.
 """
 
 value_and_grad = _decorator(True)
-value_and_grad.__doc__ = """Like :func:`grad`, but the function returns ``(value, gradient)``."""
+value_and_grad.__doc__ = (
+    """Like :func:`grad`, but the function returns ``(value, gradient)``."""
+)

@@ -18,25 +18,58 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.options import Options
-from s2sad.transforms import activity, aliasing, desugar, emit, normalize, optimize, parse, validate
+from s2sad.transforms import (
+    activity,
+    aliasing,
+    desugar,
+    emit,
+    normalize,
+    optimize,
+    parse,
+    validate,
+)
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name, stores
 from s2sad.transforms.reverse import FunctionReverser, NONE, SET
 
-PASSES = ("parse", "validate", "desugar", "normalize", "activity", "aliasing", "reverse",
-          "optimize", "emit")
+PASSES = (
+    "parse",
+    "validate",
+    "desugar",
+    "normalize",
+    "activity",
+    "aliasing",
+    "reverse",
+    "optimize",
+    "emit",
+)
 
 #: how many times the full pipeline ran in this process (tests count cache hits with it)
 RUN_COUNT = 0
 
-HELPERS = ("accumulate", "unbroadcast", "finalize", "item_of", "without_item", "split_last",
-           "copy_item", "restore_item", "pad")
+HELPERS = (
+    "accumulate",
+    "unbroadcast",
+    "finalize",
+    "item_of",
+    "without_item",
+    "split_last",
+    "copy_item",
+    "restore_item",
+    "pad",
+)
 
 
 class FunctionCompiler:
     """Per-function compile state shared by the reverse and control passes."""
 
-    def __init__(self, module: "ModuleBuilder", parsed: parse.ParsedFunction, namer: Namer,
-                 reassigned: set[str], locals_: set[str]):
+    def __init__(
+        self,
+        module: "ModuleBuilder",
+        parsed: parse.ParsedFunction,
+        namer: Namer,
+        reassigned: set[str],
+        locals_: set[str],
+    ):
         self.module = module
         self.parsed = parsed
         self.namer = namer
@@ -57,9 +90,15 @@ class FunctionCompiler:
             return 0
         self.save_count += 1
         if in_loop:
-            node: ast.stmt = ast.Expr(value=ast.Call(
-                func=ast.Attribute(value=name("tape"), attr="append", ctx=ast.Load()),
-                args=[name(x)], keywords=[]))
+            node: ast.stmt = ast.Expr(
+                value=ast.Call(
+                    func=ast.Attribute(
+                        value=name("tape"), attr="append", ctx=ast.Load()
+                    ),
+                    args=[name(x)],
+                    keywords=[],
+                )
+            )
             self.uses_tape = True
             self.save_slots[self.save_count] = None
         else:
@@ -76,9 +115,15 @@ class FunctionCompiler:
     def restore(self, x: str, save_id: int) -> ast.stmt:
         """``x = tape.pop()`` (or ``x = x_old``), paired with the save ``save_id``."""
         slot = self.save_slots[save_id]
-        value = name(slot) if slot else ast.Call(
-            func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()), args=[],
-            keywords=[])
+        value = (
+            name(slot)
+            if slot
+            else ast.Call(
+                func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()),
+                args=[],
+                keywords=[],
+            )
+        )
         node = assign(x, value)
         anno(node)["restore"] = x
         anno(node)["save_id"] = save_id
@@ -87,12 +132,23 @@ class FunctionCompiler:
     def save_item(self, y: str, idx: ast.expr, fwd: list[ast.stmt], in_loop: bool):
         old_value = call(self.module.helper("copy_item"), name(y), idx)
         if in_loop:
-            fwd.append(ast.Expr(value=ast.Call(
-                func=ast.Attribute(value=name("tape"), attr="append", ctx=ast.Load()),
-                args=[old_value], keywords=[])))
+            fwd.append(
+                ast.Expr(
+                    value=ast.Call(
+                        func=ast.Attribute(
+                            value=name("tape"), attr="append", ctx=ast.Load()
+                        ),
+                        args=[old_value],
+                        keywords=[],
+                    )
+                )
+            )
             self.uses_tape = True
-            return lambda: ast.Call(func=ast.Attribute(value=name("tape"), attr="pop",
-                                                       ctx=ast.Load()), args=[], keywords=[])
+            return lambda: ast.Call(
+                func=ast.Attribute(value=name("tape"), attr="pop", ctx=ast.Load()),
+                args=[],
+                keywords=[],
+            )
         old = self.namer.fresh(f"{y}_old")
         fwd.append(assign(old, old_value))
         return lambda: name(old)
@@ -171,7 +227,9 @@ class ModuleBuilder:
         return name(self.bind(fn.__name__, fn, origin))
 
     # -- user functions called with differentiated arguments
-    def request(self, info, pattern: tuple, caller: FunctionCompiler) -> tuple[str, str]:
+    def request(
+        self, info, pattern: tuple, caller: FunctionCompiler
+    ) -> tuple[str, str]:
         if info.kind == "local":
             local = caller.module_locals[info.target]
             key = ("local", id(local.node), pattern)
@@ -186,7 +244,9 @@ class ModuleBuilder:
             spec = Specialization(fwd, bwd, info, pattern)
             self.specs[key] = spec
             if info.kind == "local":
-                parsed = parse.ParsedFunction(local.node, caller.parsed.source, caller.parsed.env)
+                parsed = parse.ParsedFunction(
+                    local.node, caller.parsed.source, caller.parsed.env
+                )
                 parsed.local_functions = caller.module_locals
             else:
                 parsed = parse.parse_function(info.target)
@@ -194,8 +254,12 @@ class ModuleBuilder:
         return spec.fwd, spec.bwd
 
 
-def compile_function(fn: Any, argnums: tuple[int, ...], options: Options | None = None,
-                     example_args: tuple = ()) -> tuple[str, dict[str, Any]]:
+def compile_function(
+    fn: Any,
+    argnums: tuple[int, ...],
+    options: Options | None = None,
+    example_args: tuple = (),
+) -> tuple[str, dict[str, Any]]:
     """Compile ``fn``'s value-and-gradient w.r.t. ``argnums``: (module source, bindings)."""
     global RUN_COUNT
     RUN_COUNT += 1
@@ -212,7 +276,9 @@ def compile_function(fn: Any, argnums: tuple[int, ...], options: Options | None 
         spec, callee = module.queue.pop(0)
         callee_params = _params(callee.node)
         callee_wrt = [p for p, active in zip(callee_params, spec.pattern) if active]
-        module.functions.extend(_compile(module, callee, callee_wrt, spec.fwd, spec.bwd))
+        module.functions.extend(
+            _compile(module, callee, callee_wrt, spec.fwd, spec.bwd)
+        )
     header = emit.Header(parsed.source, [p for p in wrt], fn)
     return emit.run(module, header), dict(module.bindings)
 
@@ -222,28 +288,41 @@ def _params(node: ast.FunctionDef) -> list[str]:
     return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
 
 
-def _compile(module: ModuleBuilder, parsed: parse.ParsedFunction, wrt: list[str],
-             fwd_name: str, bwd_name: str | None):
+def _compile(
+    module: ModuleBuilder,
+    parsed: parse.ParsedFunction,
+    wrt: list[str],
+    fwd_name: str,
+    bwd_name: str | None,
+):
     """One function: a single value-and-grad def (top level) or a forward/backward pair."""
     validate.run(parsed)
     node = parsed.node
     node.args.args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
     node.args.posonlyargs, node.args.kwonlyargs, node.args.kw_defaults = [], [], []
     node.args.defaults = []
-    namer = Namer({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                  | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
-                  | module.namer.used | set(HELPERS))
+    namer = Namer(
+        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+        | module.namer.used
+        | set(HELPERS)
+    )
     desugar.run(node, namer)
     node, norm = normalize.run(parsed, namer)
     _bind_statics(module, node, norm, parsed)
     act = activity.run(node, wrt, parsed.source)
     aliasing.run(node, act, parsed.source)
     fc = FunctionCompiler(module, parsed, namer, norm.nonsimple, norm.locals)
-    fc.module_locals = {**getattr(parsed, "local_functions", {}), **norm.local_functions}
+    fc.module_locals = {
+        **getattr(parsed, "local_functions", {}),
+        **norm.local_functions,
+    }
     rv = FunctionReverser(fc, act)
     ret = node.body[-1]
     if isinstance(ret.value, ast.Name) and ret.value.id not in _params(node):
-        rv.gnames[ret.value.id] = "g_out"  # the seed parameter is the output's cotangent
+        rv.gnames[ret.value.id] = (
+            "g_out"  # the seed parameter is the output's cotangent
+        )
     fwd, bwd_builder = rv.forward_and_backward(node.body[:-1], False)
     ret_atom = ret.value
     if isinstance(ret_atom, ast.Name) and rv.needs(ret_atom):
@@ -254,28 +333,49 @@ def _compile(module: ModuleBuilder, parsed: parse.ParsedFunction, wrt: list[str]
     keep = {rv.g(p) for p in _params(node)}  # read by the final return
     fwd, bwd = optimize.run(fwd, bwd, fc, module.options, keep)
     params = _params(node)
-    grads = [name(rv.g(p)) if rv.state.get(rv.g(p), NONE) != NONE else const(None) for p in wrt]
+    grads = [
+        name(rv.g(p)) if rv.state.get(rv.g(p), NONE) != NONE else const(None)
+        for p in wrt
+    ]
     if bwd_name is None:
-        return [_top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fwd_name)]
-    return list(_pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name))
+        return [
+            _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fwd_name)
+        ]
+    return list(
+        _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name)
+    )
 
 
 def _bind_statics(module: ModuleBuilder, node: ast.FunctionDef, norm, parsed) -> None:
     """Give every static reference's root name a module-level binding."""
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in norm.locals \
-                and sub.id not in norm.local_functions and not anno(sub).get("helper"):
+        if (
+            isinstance(sub, ast.Name)
+            and isinstance(sub.ctx, ast.Load)
+            and sub.id not in norm.locals
+            and sub.id not in norm.local_functions
+            and not anno(sub).get("helper")
+        ):
             obj = parsed.env.lookup(sub.id)
-            if obj is parse._MISSING or getattr(builtins, sub.id, parse._MISSING) is obj:
+            if (
+                obj is parse._MISSING
+                or getattr(builtins, sub.id, parse._MISSING) is obj
+            ):
                 continue
             if sub.id in parsed.env.cells:
                 origin = ["closure", sub.id] if parsed.fn is module.top_fn else None
             else:
-                origin = ["module", parsed.env.globals.get("__name__", "__main__"), sub.id]
+                origin = [
+                    "module",
+                    parsed.env.globals.get("__name__", "__main__"),
+                    sub.id,
+                ]
             sub.id = module.bind(sub.id, obj, origin)
 
 
-def _init_saved(fc: FunctionCompiler, params: list[str], fwd: list[ast.stmt]) -> list[ast.stmt]:
+def _init_saved(
+    fc: FunctionCompiler, params: list[str], fwd: list[ast.stmt]
+) -> list[ast.stmt]:
     """``tape = []`` and ``x = None`` for saved names that may be unbound when saved."""
     bound = set(params)
     for s in fwd:  # names the top level binds before any save of them needs them
@@ -292,10 +392,16 @@ def _init_saved(fc: FunctionCompiler, params: list[str], fwd: list[ast.stmt]) ->
     return tape + inits
 
 
-def _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fn_name) -> ast.FunctionDef:
+def _top_level(
+    module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fn_name
+) -> ast.FunctionDef:
     params = _params(node)
     seed = []
-    if isinstance(ret_atom, ast.Name) and rv.needs(ret_atom) and rv.g(ret_atom.id) != "g_out":
+    if (
+        isinstance(ret_atom, ast.Name)
+        and rv.needs(ret_atom)
+        and rv.g(ret_atom.id) != "g_out"
+    ):
         seed = [assign(rv.g(ret_atom.id), name("g_out"))]
     finals = [call(module.helper("finalize"), g, name(p)) for g, p in zip(grads, wrt)]
     keep = []
@@ -304,43 +410,114 @@ def _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fn_name) ->
         value = fc.namer.fresh("value")
         keep = [assign(value, ret_atom)]
         ret_atom = name(value)
-    result = ast.Tuple(elts=[ret_atom, ast.Tuple(elts=finals, ctx=ast.Load())], ctx=ast.Load())
-    body = _init_saved(fc, params, fwd) + fwd + keep + seed + bwd + [ast.Return(value=result)]
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params] + [ast.arg(arg="g_out")],
-                         kwonlyargs=[], kw_defaults=[], defaults=[const(1.0)], vararg=None, kwarg=None)
-    return ast.FunctionDef(name=fn_name, args=args, body=body, decorator_list=[], returns=None,
-                           type_comment=None, type_params=[])
+    result = ast.Tuple(
+        elts=[ret_atom, ast.Tuple(elts=finals, ctx=ast.Load())], ctx=ast.Load()
+    )
+    body = (
+        _init_saved(fc, params, fwd)
+        + fwd
+        + keep
+        + seed
+        + bwd
+        + [ast.Return(value=result)]
+    )
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in params] + [ast.arg(arg="g_out")],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[const(1.0)],
+        vararg=None,
+        kwarg=None,
+    )
+    return ast.FunctionDef(
+        name=fn_name,
+        args=args,
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
 
 
 def _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name):
     assigned = stores(ast.Module(body=fwd, type_ignores=[])) | set(params)
-    needed = sorted({n.id for s in bwd for n in ast.walk(s)
-                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & assigned)
-    saved_names = (["tape"] if fc.uses_tape else []) + [n for n in needed if n != "tape"]
+    needed = sorted(
+        {
+            n.id
+            for s in bwd
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        & assigned
+    )
+    saved_names = (["tape"] if fc.uses_tape else []) + [
+        n for n in needed if n != "tape"
+    ]
     residual = ast.Tuple(elts=[name(n) for n in saved_names], ctx=ast.Load())
     # names bound only on some paths must exist when the residual tuple is built
-    partial = [assign(n, const(None)) for n in saved_names
-               if n in fc.reassigned and n not in fc.saved_names and n not in params]
-    fwd_body = _init_saved(fc, params, fwd) + partial + fwd + [
-        ast.Return(value=ast.Tuple(elts=[ret_atom, residual], ctx=ast.Load()))]
+    partial = [
+        assign(n, const(None))
+        for n in saved_names
+        if n in fc.reassigned and n not in fc.saved_names and n not in params
+    ]
+    fwd_body = (
+        _init_saved(fc, params, fwd)
+        + partial
+        + fwd
+        + [ast.Return(value=ast.Tuple(elts=[ret_atom, residual], ctx=ast.Load()))]
+    )
     fwd_def = _def(fwd_name, params, fwd_body)
     unpack = []
     if saved_names:
-        unpack = [ast.Assign(targets=[ast.Tuple(elts=[name(n, store=True) for n in saved_names],
-                                                ctx=ast.Store())], value=name("saved"),
-                             type_comment=None)]
+        unpack = [
+            ast.Assign(
+                targets=[
+                    ast.Tuple(
+                        elts=[name(n, store=True) for n in saved_names], ctx=ast.Store()
+                    )
+                ],
+                value=name("saved"),
+                type_comment=None,
+            )
+        ]
     seed = []
-    if isinstance(ret_atom, ast.Name) and rv.needs(ret_atom) and rv.g(ret_atom.id) != "g_out":
+    if (
+        isinstance(ret_atom, ast.Name)
+        and rv.needs(ret_atom)
+        and rv.g(ret_atom.id) != "g_out"
+    ):
         seed = [assign(rv.g(ret_atom.id), name("g_out"))]
-    grads = [name(rv.g(p)) if p in wrt and rv.state.get(rv.g(p), NONE) != NONE else const(None)
-             for p in params]
+    grads = [
+        (
+            name(rv.g(p))
+            if p in wrt and rv.state.get(rv.g(p), NONE) != NONE
+            else const(None)
+        )
+        for p in params
+    ]
     ret = ast.Return(value=ast.Tuple(elts=grads, ctx=ast.Load()))
     bwd_def = _def(bwd_name, ["g_out", "saved"], unpack + seed + bwd + [ret])
     return fwd_def, bwd_def
 
 
 def _def(fn_name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], kwonlyargs=[],
-                         kw_defaults=[], defaults=[], vararg=None, kwarg=None)
-    return ast.FunctionDef(name=fn_name, args=args, body=body or [ast.Pass()], decorator_list=[],
-                           returns=None, type_comment=None, type_params=[])
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in params],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+        vararg=None,
+        kwarg=None,
+    )
+    return ast.FunctionDef(
+        name=fn_name,
+        args=args,
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )

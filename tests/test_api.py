@@ -25,8 +25,9 @@ def test_bare_decorator_returns_gradient_shaped_like_argument():
     w, x = np.ones(3) * 0.1, np.arange(6.0).reshape(2, 3)
     g = f(w, x)
     assert g.shape == w.shape
-    np.testing.assert_allclose(g, numerical_grad(lambda w: np.sum(np.sin(x @ w)), [w], 0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        g, numerical_grad(lambda w: np.sum(np.sin(x @ w)), [w], 0), rtol=1e-6
+    )
 
 
 def test_decorator_with_argnums_tuple():
@@ -58,7 +59,7 @@ def test_float32_stays_float32_and_float_stays_float():
 
 
 def lambda_free_scalar(a):
-    return a ** 3
+    return a**3
 
 
 def test_pytree_gradient_structure():
@@ -127,15 +128,21 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path, cache):
     script = SCRIPT.format(root=os.getcwd(), here=str(tmp_path))
     env = dict(os.environ, S2SAD_CACHE_DIR=str(cache), PYTHONHASHSEED="0")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     count, grad = out.stdout.strip().split("|")
     return int(count), grad
 
 
 def test_second_process_hits_cache_and_edits_invalidate(tmp_path):
     (tmp_path / "model.py").write_text(
-        "import numpy as np\nfrom helper import h\ndef f(x):\n    return np.sum(h(x))\n")
+        "import numpy as np\nfrom helper import h\ndef f(x):\n    return np.sum(h(x))\n"
+    )
     (tmp_path / "helper.py").write_text("def h(x):\n    return x * x\n")
     cache = tmp_path / "cache"
     first = _run(tmp_path, cache)

@@ -15,6 +15,7 @@ FILE = bad.__file__
 def line_of(fn, text):
     """The file line number of the first line of ``fn`` containing ``text``."""
     import inspect
+
     lines, first = inspect.getsourcelines(fn)
     for i, line in enumerate(lines):
         if text in line:
@@ -50,14 +51,17 @@ def test_all_problems_reported_at_once():
     assert str(err).startswith("3 problems found")
 
 
-@pytest.mark.parametrize("fn, needle, construct", [
-    (bad.uses_yield, "yield x", "generator"),
-    (bad.uses_eval, "eval(\"x\")", "eval()"),
-    (bad.star_args, "def star_args", "'*args' parameter"),
-    (bad.star_call, "np.add(*parts)", "star-argument"),
-    (bad.attribute_assign, "x.scale", "assignment to an attribute"),
-    (bad.nonlocal_write, "nonlocal total", "'nonlocal' statement"),
-])
+@pytest.mark.parametrize(
+    "fn, needle, construct",
+    [
+        (bad.uses_yield, "yield x", "generator"),
+        (bad.uses_eval, 'eval("x")', "eval()"),
+        (bad.star_args, "def star_args", "'*args' parameter"),
+        (bad.star_call, "np.add(*parts)", "star-argument"),
+        (bad.attribute_assign, "x.scale", "assignment to an attribute"),
+        (bad.nonlocal_write, "nonlocal total", "'nonlocal' statement"),
+    ],
+)
 def test_unsupported_constructs(fn, needle, construct):
     err = compile_error(fn, np.ones(3))
     assert isinstance(err, errors.UnsupportedSyntaxError)
@@ -101,7 +105,9 @@ def test_differentiated_value_as_keyword_argument():
 
 
 def test_gradient_of_int_argument_is_an_error():
-    with pytest.raises(errors.NonDifferentiableArgumentError, match="argument 'n'.*int"):
+    with pytest.raises(
+        errors.NonDifferentiableArgumentError, match="argument 'n'.*int"
+    ):
         s2sad.grad(bad.scalar_ok, argnums=1)(np.ones(3), 3)
     with pytest.raises(TypeError):  # also a TypeError for users who catch that
         s2sad.grad(bad.scalar_ok, argnums=1)(np.ones(3), True)

@@ -21,7 +21,9 @@ def test_ci_runs_the_readme_test_command():
     assert len(commands) == 2, commands
     ci = (ROOT / ".ci" / "run").read_text()
     test_command = commands[1].strip()
-    assert test_command in ci.splitlines(), ".ci/run must run the README's test command verbatim"
+    assert (
+        test_command in ci.splitlines()
+    ), ".ci/run must run the README's test command verbatim"
 
 
 def test_readme_golden_excerpt_is_current():

@@ -47,6 +47,8 @@ _FINGERPRINT: list[str] = []  # cached; emptied whenever the registry changes
 
 def _changed() -> None:
     _FINGERPRINT.clear()
+
+
 _METHODS: dict[str, Any] = {}
 _ATTRIBUTES: dict[str, Any] = {}
 
@@ -71,7 +73,9 @@ def display_name(fn: Any) -> str:
     return f"{mod}.{name}" if mod else name
 
 
-def adjoint(*primals: Any, broadcasts: bool = False, argnum: int | None = None) -> Callable:
+def adjoint(
+    *primals: Any, broadcasts: bool = False, argnum: int | None = None
+) -> Callable:
     """Register the decorated function as the adjoint rule of ``primals``.
 
     With ``argnum=i`` the function is a *partial* rule: it returns a 1-tuple with
@@ -174,10 +178,13 @@ def fingerprint() -> str:
         h.update(path.read_bytes())
     partial = [(r.name, i, r) for (_, i), r in _PARTIAL.items()]
     for name, extra, rule in [(r.name, "", r) for r in all_rules()] + sorted(
-            partial, key=lambda t: (t[0], t[1])):
+        partial, key=lambda t: (t[0], t[1])
+    ):
         h.update(f"{name}{extra}{'B' if rule.broadcasts else '-'}".encode())
         fn = rule.adjoint
-        if fn is not None and not (getattr(fn, "__module__", "") or "").startswith(__package__):
+        if fn is not None and not (getattr(fn, "__module__", "") or "").startswith(
+            __package__
+        ):
             try:
                 h.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):

@@ -78,8 +78,9 @@ def add(a: Any, b: Any) -> Any:
     if b is None:
         return a
     ta = type(a)
-    if (ta is np.ndarray or ta is float or ta is np.float64 or ta is np.float32) and type(b) in (
-            np.ndarray, float, np.float64, np.float32):
+    if (
+        ta is np.ndarray or ta is float or ta is np.float64 or ta is np.float32
+    ) and type(b) in (np.ndarray, float, np.float64, np.float32):
         return a + b
     if isinstance(a, dict):
         out = dict(a)
@@ -117,7 +118,11 @@ def finalize(g: Any, x: Any) -> Any:
         return float(g)
     if hasattr(g, "to_dense"):
         dense = g.to_dense()  # a fresh array: no second copy needed
-        if isinstance(x, np.ndarray) and dense.shape == x.shape and dense.dtype == x.dtype:
+        if (
+            isinstance(x, np.ndarray)
+            and dense.shape == x.shape
+            and dense.dtype == x.dtype
+        ):
             return dense
         g = dense
     if isinstance(x, dict):

@@ -27,7 +27,14 @@ from s2sad.transforms.normalize import CallInfo
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
-INACTIVE_BINOPS = (ast.FloorDiv, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+INACTIVE_BINOPS = (
+    ast.FloorDiv,
+    ast.BitAnd,
+    ast.BitOr,
+    ast.BitXor,
+    ast.LShift,
+    ast.RShift,
+)
 
 
 @dataclass
@@ -64,7 +71,9 @@ def operands(value: ast.expr) -> list[str]:
             return []
         return _names(value.left) + _names(value.right)
     if isinstance(value, ast.UnaryOp):
-        return [] if isinstance(value.op, (ast.Not, ast.Invert)) else _names(value.operand)
+        return (
+            [] if isinstance(value.op, (ast.Not, ast.Invert)) else _names(value.operand)
+        )
     if isinstance(value, ast.Subscript):
         return _names(value.value)
     if isinstance(value, ast.Attribute):
@@ -111,7 +120,11 @@ def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
         changed = False
         for s in stmts:
             target, ops = _flow(s)
-            if target and target not in act.active and any(o in act.active for o in ops):
+            if (
+                target
+                and target not in act.active
+                and any(o in act.active for o in ops)
+            ):
                 act.active.add(target)
                 changed = True
     ret = node.body[-1]
@@ -145,9 +158,13 @@ def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
 
 
 def _is_append(s: ast.stmt) -> bool:
-    return (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-            and anno(s.value).get("call", CallInfo("")).kind == "method"
-            and s.value.func.attr == "append" and isinstance(s.value.func.value, ast.Name))
+    return (
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and anno(s.value).get("call", CallInfo("")).kind == "method"
+        and s.value.func.attr == "append"
+        and isinstance(s.value.func.value, ast.Name)
+    )
 
 
 def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
@@ -158,16 +175,27 @@ def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
         for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
             _check_call(call, act, source, missing, unsupported)
         target, _ = _flow(s)
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not _is_append(s):
+        if (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and not _is_append(s)
+        ):
             if _check_discarded_method(s.value, act, source, unsupported):
                 continue
         mutates = isinstance(s, ast.Expr) or (
-            isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript))
+            isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
+        )
         if mutates and target in params:
-            unsupported.append(source.problem(
-                s, f"in-place change of the argument '{target}'",
-                f"work on a copy: {target} = {target}.copy() (or list({target})) first"))
-    if unsupported:  # first: it explains e.g. x.sort() better than "no rule for .sort()"
+            unsupported.append(
+                source.problem(
+                    s,
+                    f"in-place change of the argument '{target}'",
+                    f"work on a copy: {target} = {target}.copy() (or list({target})) first",
+                )
+            )
+    if (
+        unsupported
+    ):  # first: it explains e.g. x.sort() better than "no rule for .sort()"
         raise UnsupportedSyntaxError(unsupported)
     if missing:
         raise MissingRuleError(missing)
@@ -177,48 +205,77 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
     """``x.sort()`` / ``x.fill(0)``: a method of a differentiated value whose result is
     dropped can only matter by changing the value in place, which s2sad cannot see."""
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
-    if info.kind == "method" and isinstance(call.func.value, ast.Name) \
-            and call.func.value.id in act.active:
+    if (
+        info.kind == "method"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in act.active
+    ):
         recv, meth = call.func.value.id, call.func.attr
-        unsupported.append(source.problem(
-            call, f"the result of '{recv}.{meth}(...)' is discarded, so it can only change "
-            f"'{recv}' in place, which s2sad does not differentiate",
-            f"use the out-of-place form and assign it, e.g. {recv} = np.{meth}({recv}, ...)"))
+        unsupported.append(
+            source.problem(
+                call,
+                f"the result of '{recv}.{meth}(...)' is discarded, so it can only change "
+                f"'{recv}' in place, which s2sad does not differentiate",
+                f"use the out-of-place form and assign it, e.g. {recv} = np.{meth}({recv}, ...)",
+            )
+        )
         return True
     return False
 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
-    active_args = [a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active]
-    recv_active = (info.kind == "method" and isinstance(call.func.value, ast.Name)
-                   and call.func.value.id in act.active)
+    active_args = [
+        a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active
+    ]
+    recv_active = (
+        info.kind == "method"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in act.active
+    )
     if info.kind in ("rule", "method"):
         for kw in call.keywords:
             if isinstance(kw.value, ast.Name) and kw.value.id in act.active:
-                unsupported.append(source.problem(
-                    kw.value, f"differentiated value '{kw.value.id}' passed as keyword "
-                    f"argument '{kw.arg}'", "pass it as a positional argument"))
+                unsupported.append(
+                    source.problem(
+                        kw.value,
+                        f"differentiated value '{kw.value.id}' passed as keyword "
+                        f"argument '{kw.arg}'",
+                        "pass it as a positional argument",
+                    )
+                )
     if info.kind == "unknown" and active_args:
-        missing.append(source.problem(call, _missing_message(call, info), _missing_hint(info)))
+        missing.append(
+            source.problem(call, _missing_message(call, info), _missing_hint(info))
+        )
     if info.kind == "method" and recv_active:
         fn = registry.lookup_method(info.target)
         known = (fn is not None and registry.lookup(fn) is not None) or info.target in (
-            "append", *INACTIVE_METHODS)
+            "append",
+            *INACTIVE_METHODS,
+        )
         if not known:
-            missing.append(source.problem(
-                call, f"no adjoint rule for the method '.{info.target}()' of a "
-                "differentiated value",
-                f"call the NumPy function instead (np.{info.target}(x, ...)), or register "
-                f"one with s2sad.runtime.registry.method_alias('{info.target}', fn)"))
+            missing.append(
+                source.problem(
+                    call,
+                    f"no adjoint rule for the method '.{info.target}()' of a "
+                    "differentiated value",
+                    f"call the NumPy function instead (np.{info.target}(x, ...)), or register "
+                    f"one with s2sad.runtime.registry.method_alias('{info.target}', fn)",
+                )
+            )
 
 
 def _missing_message(call: ast.Call, info: CallInfo) -> str:
     obj = info.target
     if obj is None:
-        return f"cannot tell which function '{ast.unparse(call.func)}' is at compile time"
-    return (f"no adjoint rule for {registry.display_name(obj)} "
-            f"(called as '{ast.unparse(call.func)}'), and it has no Python source")
+        return (
+            f"cannot tell which function '{ast.unparse(call.func)}' is at compile time"
+        )
+    return (
+        f"no adjoint rule for {registry.display_name(obj)} "
+        f"(called as '{ast.unparse(call.func)}'), and it has no Python source"
+    )
 
 
 def _missing_hint(info: CallInfo) -> str:
@@ -226,6 +283,8 @@ def _missing_hint(info: CallInfo) -> str:
     if obj is None:
         return "call a module-level function directly by name"
     short = getattr(obj, "__name__", "fn")
-    return (f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
-            f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "
-            "positional argument\nor declare it with s2sad.nondifferentiable(...)")
+    return (
+        f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
+        f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "
+        "positional argument\nor declare it with s2sad.nondifferentiable(...)"
+    )

@@ -22,11 +22,33 @@ from s2sad.errors import AliasingError
 from s2sad.transforms.activity import Activity, _is_append
 from s2sad.transforms.astutil import anno
 
-VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "diagonal",
-                "T"}
-VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "squeeze", "expand_dims", "swapaxes",
-                  "moveaxis", "asarray", "broadcast_to", "atleast_1d", "atleast_2d",
-                  "atleast_3d", "diagonal", "flip", "rot90"}
+VIEW_METHODS = {
+    "reshape",
+    "ravel",
+    "transpose",
+    "squeeze",
+    "swapaxes",
+    "view",
+    "diagonal",
+    "T",
+}
+VIEW_FUNCTIONS = {
+    "reshape",
+    "ravel",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "swapaxes",
+    "moveaxis",
+    "asarray",
+    "broadcast_to",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "diagonal",
+    "flip",
+    "rot90",
+}
 
 
 class _State:
@@ -67,8 +89,11 @@ def _containers(node: ast.FunctionDef) -> set[str]:
     """Names that hold lists, tuples or dicts (literals, or appended to)."""
     out = set()
     for s in ast.walk(node):
-        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and isinstance(
-                s.value, (ast.List, ast.Tuple, ast.Dict)):
+        if (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, (ast.List, ast.Tuple, ast.Dict))
+        ):
             out.add(s.targets[0].id)
         if isinstance(s, ast.Expr) and _is_append(s):
             out.add(s.value.func.value.id)
@@ -102,10 +127,15 @@ class _Checker:
             return twice
         self.reads(s, state)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
-            if anno(s).get("augassign"):  # x += ...: in place for arrays, seen by aliases
+            if anno(s).get(
+                "augassign"
+            ):  # x += ...: in place for arrays, seen by aliases
                 v = s.value  # after SSA the target may be x_1; the changed object is x
-                changed = v.left.id if isinstance(v, ast.BinOp) and isinstance(
-                    v.left, ast.Name) else s.targets[0].id
+                changed = (
+                    v.left.id
+                    if isinstance(v, ast.BinOp) and isinstance(v.left, ast.Name)
+                    else s.targets[0].id
+                )
                 self.mutate(changed, s, state, always=True)
             self.define(s.targets[0].id, s.value, state)
         elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
@@ -122,15 +152,23 @@ class _Checker:
 
     def reads(self, s: ast.AST, state: _State) -> None:
         for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.stale:
+            if (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and n.id in state.stale
+            ):
                 key = (n.id, state.stale[n.id])
                 if key not in self.reported:
                     self.reported.add(key)
-                    self.problems.append(self.source.problem(
-                        n, f"'{n.id}' shares memory with an array that was modified in place "
-                        f"at line {state.stale[n.id]}, so its gradient would be wrong",
-                        f"take a copy where '{n.id}' is created (e.g. '.copy()'), or modify "
-                        "a copy of the array"))
+                    self.problems.append(
+                        self.source.problem(
+                            n,
+                            f"'{n.id}' shares memory with an array that was modified in place "
+                            f"at line {state.stale[n.id]}, so its gradient would be wrong",
+                            f"take a copy where '{n.id}' is created (e.g. '.copy()'), or modify "
+                            "a copy of the array",
+                        )
+                    )
 
     def define(self, z: str, value: ast.expr, state: _State) -> None:
         state.stale.pop(z, None)
@@ -164,13 +202,19 @@ def _view_sources(value: ast.expr) -> list[str]:
         return [value.id]
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
         return [value.value.id]
-    if isinstance(value, ast.Attribute) and value.attr == "T" and isinstance(value.value, ast.Name):
+    if (
+        isinstance(value, ast.Attribute)
+        and value.attr == "T"
+        and isinstance(value.value, ast.Name)
+    ):
         return [value.value.id]
     if isinstance(value, ast.Call):
         info = anno(value).get("call")
         kind = getattr(info, "kind", "")
         if kind == "method" and value.func.attr in VIEW_METHODS:
-            return [value.func.value.id] if isinstance(value.func.value, ast.Name) else []
+            return (
+                [value.func.value.id] if isinstance(value.func.value, ast.Name) else []
+            )
         fname = getattr(getattr(info, "target", None), "__name__", "")
         if kind in ("user", "local") or (kind == "rule" and fname in VIEW_FUNCTIONS):
             return [a.id for a in value.args if isinstance(a, ast.Name)]

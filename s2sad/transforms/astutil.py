@@ -27,7 +27,9 @@ def const(value: Any) -> ast.Constant:
     return ast.Constant(value=value)
 
 
-def assign(target: str | ast.expr, value: ast.expr, like: ast.AST | None = None) -> ast.Assign:
+def assign(
+    target: str | ast.expr, value: ast.expr, like: ast.AST | None = None
+) -> ast.Assign:
     if isinstance(target, str):
         target = name(target, store=True)
     node = ast.Assign(targets=[target], value=value, type_comment=None)
@@ -66,12 +68,20 @@ def copy_loc(node: ast.AST, like: ast.AST) -> ast.AST:
 
 def loads(node: ast.AST) -> set[str]:
     """Names read anywhere inside ``node``."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
 
 
 def stores(node: ast.AST) -> set[str]:
     """Names bound anywhere inside ``node`` (assignment and loop targets)."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def not_any(flags: list[str]) -> ast.expr:

@@ -43,7 +43,9 @@ class CallNormalizer:
         """Rewrite a call to a user function with every argument positional."""
         if info.kind == "local":
             params, defaults = _def_params(self.local_functions[info.target].node)
-            params = params[: len(params) - len(self.local_functions[info.target].freevars)]
+            params = params[
+                : len(params) - len(self.local_functions[info.target].freevars)
+            ]
         else:
             params, defaults = _object_params(info.target, e.func)
         if info.extra.get("self") is not None:
@@ -51,22 +53,32 @@ class CallNormalizer:
         given = {k.arg: k.value for k in e.keywords}
         unknown = set(given) - set(params)
         if unknown or len(e.args) > len(params):
-            self.error(e, f"call does not match the signature of '{ast.unparse(e.func)}'",
-                       "check the argument names and count")
+            self.error(
+                e,
+                f"call does not match the signature of '{ast.unparse(e.func)}'",
+                "check the argument names and count",
+            )
             return e
         args = list(e.args)
-        for p in params[len(e.args):]:
+        for p in params[len(e.args) :]:
             if p in given:
                 args.append(given[p])
             elif p in defaults and defaults[p] is None:
-                self.error(e, f"the default of parameter '{p}' of '{ast.unparse(e.func)}' is not "
-                           "a literal", f"pass {p}=... explicitly in this call")
+                self.error(
+                    e,
+                    f"the default of parameter '{p}' of '{ast.unparse(e.func)}' is not "
+                    "a literal",
+                    f"pass {p}=... explicitly in this call",
+                )
                 return e
             elif p in defaults:
                 args.append(defaults[p])
             else:
-                self.error(e, f"missing argument '{p}' in call to '{ast.unparse(e.func)}'",
-                           "pass every parameter that has no default")
+                self.error(
+                    e,
+                    f"missing argument '{p}' in call to '{ast.unparse(e.func)}'",
+                    "pass every parameter that has no default",
+                )
                 return e
         return ast.Call(func=e.func, args=args, keywords=[])
 
@@ -77,15 +89,23 @@ class CallNormalizer:
         if self.is_static(func):
             obj = self.resolve(func)
             if obj is _MISSING:
-                self.error(func, f"unresolved name '{ast.unparse(func)}'",
-                           "define it at module level before calling the gradient")
+                self.error(
+                    func,
+                    f"unresolved name '{ast.unparse(func)}'",
+                    "define it at module level before calling the gradient",
+                )
                 return CallInfo("unknown")
             self_expr = func.value if isinstance(func, ast.Attribute) else None
             return classify_object(obj, self_expr)
         if isinstance(func, ast.Attribute):
             receiver = func.value
-            if isinstance(receiver, ast.Name) and receiver.id in self.parsed.example_args:
-                obj = getattr(self.parsed.example_args[receiver.id], func.attr, _MISSING)
+            if (
+                isinstance(receiver, ast.Name)
+                and receiver.id in self.parsed.example_args
+            ):
+                obj = getattr(
+                    self.parsed.example_args[receiver.id], func.attr, _MISSING
+                )
                 if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
                     return CallInfo("user", obj.__func__, {"self": name(receiver.id)})
             return CallInfo("method", func.attr)
@@ -119,15 +139,19 @@ def _has_source(fn: Any) -> bool:
 
 def _def_params(node: ast.FunctionDef) -> tuple[list[str], dict[str, ast.expr]]:
     params = [a.arg for a in node.args.args]
-    defaults = dict(zip(params[len(params) - len(node.args.defaults):], node.args.defaults))
+    defaults = dict(
+        zip(params[len(params) - len(node.args.defaults) :], node.args.defaults)
+    )
     return params, defaults
 
 
-def _object_params(fn: Any, func_expr: ast.expr) -> tuple[list[str], dict[str, ast.expr]]:
+def _object_params(
+    fn: Any, func_expr: ast.expr
+) -> tuple[list[str], dict[str, ast.expr]]:
     """Parameter names of a Python function, and its defaults as expressions."""
     sig = inspect.signature(fn)
     params, defaults = [], {}
-    for i, p in enumerate(sig.parameters.values()):
+    for p in sig.parameters.values():
         params.append(p.name)
         if p.default is not inspect.Parameter.empty:
             defaults[p.name] = _default_expr(fn, p.name, p.default)
@@ -138,6 +162,8 @@ def _default_expr(fn: Any, pname: str, value: Any) -> ast.expr | None:
     """A literal default as a constant; None when it is some other object."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return const(value)
-    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value):
+    if isinstance(value, tuple) and all(
+        isinstance(v, (bool, int, float, str)) for v in value
+    ):
         return ast.Tuple(elts=[const(v) for v in value], ctx=ast.Load())
     return None

@@ -5,7 +5,7 @@ over the same range object, or as many times as the recorded iteration count::
 
     if cond:                    if cond:
         y = x * 2      ->           g_x = add(g_x, g_y * 2)
-                                
+
     for t in r:                 for t in reversed(r):          (or reversed(r[:n_iter])
         body           ->           <backward of body>          after a break)
 
@@ -54,6 +54,7 @@ def _if(rv, s: ast.If, in_loop: bool):
                 pre.append(assign(g, const(None)))
         rv.state = joined
         return pre + [ast.If(test=s.test, body=b1 or [ast.Pass()], orelse=b2)]
+
     return fwd, backward
 
 
@@ -64,10 +65,16 @@ def _loop(rv, s: ast.For | ast.While, in_loop: bool):
     saved_target = fc.save(target, fwd, in_loop) if target else 0
     body_fwd, body_bwd = rv.forward_and_backward(s.body, True)
     if isinstance(s, ast.For):
-        fwd.append(ast.For(target=s.target, iter=s.iter, body=body_fwd or [ast.Pass()], orelse=[]))
+        fwd.append(
+            ast.For(
+                target=s.target, iter=s.iter, body=body_fwd or [ast.Pass()], orelse=[]
+            )
+        )
     else:
         fwd.append(ast.While(test=s.test, body=body_fwd or [ast.Pass()], orelse=[]))
-    touched = sorted({rv.g(n.id) for n in ast.walk(s) if isinstance(n, ast.Name) and rv.needs(n)})
+    touched = sorted(
+        {rv.g(n.id) for n in ast.walk(s) if isinstance(n, ast.Name) and rv.needs(n)}
+    )
 
     def backward() -> list[ast.stmt]:
         pre = []
@@ -85,11 +92,22 @@ def _loop(rv, s: ast.For | ast.While, in_loop: bool):
         if isinstance(s, ast.For):
             rng = s.iter
             if count is not None:
-                rng = ast.Subscript(value=rng, slice=ast.Slice(upper=name(count)), ctx=ast.Load())
-            loop = ast.For(target=name(target, store=True), iter=call("reversed", rng),
-                           body=body, orelse=[])
+                rng = ast.Subscript(
+                    value=rng, slice=ast.Slice(upper=name(count)), ctx=ast.Load()
+                )
+            loop = ast.For(
+                target=name(target, store=True),
+                iter=call("reversed", rng),
+                body=body,
+                orelse=[],
+            )
         else:
-            loop = ast.For(target=name("_", store=True), iter=call("range", name(count)),
-                           body=body, orelse=[])
+            loop = ast.For(
+                target=name("_", store=True),
+                iter=call("range", name(count)),
+                body=body,
+                orelse=[],
+            )
         return pre + [loop] + post
+
     return fwd, backward

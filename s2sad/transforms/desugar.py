@@ -27,7 +27,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from s2sad.transforms.astutil import any_of, assign, const, copy_loc, name, not_any, Namer
+from s2sad.transforms.astutil import (
+    any_of,
+    assign,
+    const,
+    copy_loc,
+    name,
+    not_any,
+    Namer,
+)
 
 
 @dataclass
@@ -47,7 +55,11 @@ class _Ctx:
 def run(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:
     """Rewrite ``node`` in place so it has one final return and flag-guarded loops."""
     body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    ):
         body = body[1:]  # docstring
     if _needs_flags(body):
         result, returned = namer.fresh("result"), namer.fresh("returned")
@@ -87,7 +99,9 @@ def _in_nested_def(root: ast.AST, target: ast.AST) -> bool:
     return False
 
 
-def _block(stmts: list[ast.stmt], ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[str]]:
+def _block(
+    stmts: list[ast.stmt], ctx: _Ctx, namer: Namer
+) -> tuple[list[ast.stmt], set[str]]:
     """Desugar a statement list; return it and the flags that may skip what follows."""
     out: list[ast.stmt] = []
     for i, stmt in enumerate(stmts):
@@ -98,8 +112,12 @@ def _block(stmts: list[ast.stmt], ctx: _Ctx, namer: Namer) -> tuple[list[ast.stm
         if flags:
             rest, rest_flags = _block(stmts[i + 1 :], ctx, namer)
             if rest:
-                out.append(copy_loc(ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]),
-                                    stmts[i + 1]))
+                out.append(
+                    copy_loc(
+                        ast.If(test=not_any(sorted(flags)), body=rest, orelse=[]),
+                        stmts[i + 1],
+                    )
+                )
             return out, flags | rest_flags
     return out, set()
 
@@ -112,7 +130,9 @@ def _jump_flags(stmt: ast.stmt, ctx: _Ctx) -> set[str]:
     return {ctx.loop.cnt}
 
 
-def _stmt(stmt: ast.stmt, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[str] | None]:
+def _stmt(
+    stmt: ast.stmt, ctx: _Ctx, namer: Namer
+) -> tuple[list[ast.stmt], set[str] | None]:
     """(replacement statements, flags that may be set; None for an unconditional jump)."""
     if isinstance(stmt, ast.Return):
         if ctx.ret is None:
@@ -137,7 +157,9 @@ def _stmt(stmt: ast.stmt, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[
     return [stmt], set()
 
 
-def _loop(stmt: ast.For | ast.While, ctx: _Ctx, namer: Namer) -> tuple[list[ast.stmt], set[str]]:
+def _loop(
+    stmt: ast.For | ast.While, ctx: _Ctx, namer: Namer
+) -> tuple[list[ast.stmt], set[str]]:
     loop = _Loop(namer.fresh("stop"), namer.fresh("skip"), set())
     body, flags = _block(stmt.body, _Ctx(ctx.ret, loop, ctx.final), namer)
     new_body: list[ast.stmt] = []

@@ -39,7 +39,9 @@ class Header:
 
 
 def run(module, header: Header) -> str:
-    used = {n.id for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)}
+    used = {
+        n.id for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
+    }
     imports, injected = _imports(module, used)
     body = ast.Module(body=imports + module.functions, type_ignores=[])
     _rename_helpers(module, body)
@@ -63,31 +65,52 @@ def _imports(module, used: set[str]) -> tuple[list[ast.stmt], list[str]]:
         origin = module.origins.get(alias)
         home = _importable_home(obj)
         if isinstance(obj, types.ModuleType):
-            plain.append(ast.Import(names=[ast.alias(
-                name=obj.__name__, asname=None if alias == obj.__name__ else alias)]))
+            plain.append(
+                ast.Import(
+                    names=[
+                        ast.alias(
+                            name=obj.__name__,
+                            asname=None if alias == obj.__name__ else alias,
+                        )
+                    ]
+                )
+            )
         elif home is not None:
             library.append(_from(home, obj.__name__, alias))
-        elif (module.options.standalone and origin and origin[0] == "module"
-              and origin[1] != "__main__"):
+        elif (
+            module.options.standalone
+            and origin
+            and origin[0] == "module"
+            and origin[1] != "__main__"
+        ):
             user.append(_from(origin[1], origin[2], alias))
         else:
             injected.append(alias)
     helpers = sorted(module.helpers_used)
     if helpers:
-        library.append(ast.ImportFrom(module="s2sad.runtime.support",
-                                      names=[ast.alias(name=h) for h in helpers], level=0))
+        library.append(
+            ast.ImportFrom(
+                module="s2sad.runtime.support",
+                names=[ast.alias(name=h) for h in helpers],
+                level=0,
+            )
+        )
     by_module: dict[str, list] = {}
     for mod, fn_name, alias in sorted(module.rule_imports.values()):
         by_module.setdefault(mod, []).append(
-            ast.alias(name=fn_name, asname=None if alias == fn_name else alias))
+            ast.alias(name=fn_name, asname=None if alias == fn_name else alias)
+        )
     for mod, names in sorted(by_module.items()):
         library.append(ast.ImportFrom(module=mod, names=names, level=0))
     return plain + library + user, injected
 
 
 def _from(mod: str, name: str, alias: str) -> ast.ImportFrom:
-    return ast.ImportFrom(module=mod, names=[ast.alias(
-        name=name, asname=None if alias == name else alias)], level=0)
+    return ast.ImportFrom(
+        module=mod,
+        names=[ast.alias(name=name, asname=None if alias == name else alias)],
+        level=0,
+    )
 
 
 def _importable_home(obj: Any) -> str | None:
@@ -104,12 +127,20 @@ def _importable_home(obj: Any) -> str | None:
 
 def _rename_helpers(module, tree: ast.Module) -> None:
     """Helpers keep their plain names unless a user variable shadows one."""
-    user = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not getattr(n, "_s2sad", {}).get("helper")}
+    user = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and not getattr(n, "_s2sad", {}).get("helper")
+    }
     clash = {h for h in module.helpers_used if h in user}
     if not clash:
         return
     for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and getattr(n, "_s2sad", {}).get("helper") and n.id in clash:
+        if (
+            isinstance(n, ast.Name)
+            and getattr(n, "_s2sad", {}).get("helper")
+            and n.id in clash
+        ):
             n.id = f"{n.id}_"
         if isinstance(n, ast.alias) and n.name in clash and n.asname is None:
             n.asname = f"{n.name}_"
@@ -118,6 +149,7 @@ def _rename_helpers(module, tree: ast.Module) -> None:
 def _restore_comments(text: str, comments: list[str]) -> str:
     def repl(m: re.Match) -> str:
         return f"{m.group(1)}# {comments[int(m.group(2))]}"
+
     return re.sub(r"^( *)'S2SAD_COMMENT_(\d+)'$", repl, text, flags=re.M)
 
 

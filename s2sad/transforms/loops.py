@@ -34,7 +34,9 @@ class LoopNormalizer:
         out.append(loop)
 
     def _increment(self, count: str) -> ast.stmt:
-        inc = ast.AugAssign(target=name(count, store=True), op=ast.Add(), value=const(1))
+        inc = ast.AugAssign(
+            target=name(count, store=True), op=ast.Add(), value=const(1)
+        )
         anno(inc)["counter"] = True
         return inc
 
@@ -48,8 +50,12 @@ class LoopNormalizer:
             prologue_for(index, body)
         self.depth -= 1
         body += self.block(s.body, True, nested=True)
-        loop = ast.For(target=name(index, store=True), iter=name(rng), body=body or [ast.Pass()],
-                       orelse=[])
+        loop = ast.For(
+            target=name(index, store=True),
+            iter=name(rng),
+            body=body or [ast.Pass()],
+            orelse=[],
+        )
         anno(loop)["range"] = rng
         if _has_break(body):
             count = self.temp("n_iter", nonsimple=True)
@@ -60,7 +66,11 @@ class LoopNormalizer:
 
     def _iteration(self, it: ast.expr, target: ast.expr, out):
         """(name of a range object, callback emitting the target assignments or None)."""
-        fn = self.resolve(it.func) if isinstance(it, ast.Call) and self.is_static(it.func) else None
+        fn = (
+            self.resolve(it.func)
+            if isinstance(it, ast.Call) and self.is_static(it.func)
+            else None
+        )
         if fn is range and isinstance(target, ast.Name):
             rng = self.temp("r")
             out.append(assign(rng, self.value(it, out)))
@@ -70,26 +80,48 @@ class LoopNormalizer:
         if len(seqs) > 1:
             length = call("min", *[call("len", q) for q in seqs])
         rng = self.temp("r")
-        out.append(assign(rng, self.value(call("range", self.atom(length, out, "n")), out)))
+        out.append(
+            assign(rng, self.value(call("range", self.atom(length, out, "n")), out))
+        )
         return rng, bind
 
     def _sequences(self, it, fn, target, out):
         """Sequences indexed by the loop counter, and how to bind the target from them."""
-        if fn is enumerate and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+        if (
+            fn is enumerate
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == 2
+        ):
             seq = self.atom(it.args[0], out, "seq")
             start = it.args[1] if len(it.args) > 1 else None
 
             def bind(i, body):
-                first = name(i) if start is None else ast.BinOp(left=name(i), op=ast.Add(), right=start)
+                first = (
+                    name(i)
+                    if start is None
+                    else ast.BinOp(left=name(i), op=ast.Add(), right=start)
+                )
                 self.assign_to(target.elts[0], first, body)
-                self.assign_to(target.elts[1], ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()), body)
+                self.assign_to(
+                    target.elts[1],
+                    ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()),
+                    body,
+                )
+
             return [seq], bind
-        if fn is zip and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(it.args):
+        if (
+            fn is zip
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == len(it.args)
+        ):
             seqs = [self.atom(a, out, "seq") for a in it.args]
 
             def bind(i, body):
                 for elt, q in zip(target.elts, seqs):
-                    self.assign_to(elt, ast.Subscript(value=q, slice=name(i), ctx=ast.Load()), body)
+                    self.assign_to(
+                        elt, ast.Subscript(value=q, slice=name(i), ctx=ast.Load()), body
+                    )
+
             return seqs, bind
         dict_view = _dict_view(it, self)
         if dict_view is not None:
@@ -99,19 +131,29 @@ class LoopNormalizer:
         seq = self.atom(it, out, "seq")
 
         def bind(i, body):
-            self.assign_to(target, ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()), body)
+            self.assign_to(
+                target, ast.Subscript(value=seq, slice=name(i), ctx=ast.Load()), body
+            )
+
         return [seq], bind
 
     def _dict_items(self, d, kind, target, out):
         """``for k, v in d.items()`` -> loop over ``list(d.keys())`` reading ``d[k]``."""
         keys = self.temp("keys")
-        keys_call = ast.Call(func=ast.Attribute(value=d, attr="keys", ctx=ast.Load()), args=[],
-                             keywords=[])
+        keys_call = ast.Call(
+            func=ast.Attribute(value=d, attr="keys", ctx=ast.Load()),
+            args=[],
+            keywords=[],
+        )
         out.append(assign(keys, self.value(call("list", keys_call), out)))
 
         def bind(i, body):
             key = self.temp("key", nonsimple=True)
-            body.append(assign(key, ast.Subscript(value=name(keys), slice=name(i), ctx=ast.Load())))
+            body.append(
+                assign(
+                    key, ast.Subscript(value=name(keys), slice=name(i), ctx=ast.Load())
+                )
+            )
             item = ast.Subscript(value=d, slice=name(key), ctx=ast.Load())
             if kind == "items":
                 self.assign_to(target.elts[0], name(key), body)
@@ -120,17 +162,27 @@ class LoopNormalizer:
                 self.assign_to(target, item, body)
             else:
                 self.assign_to(target, name(key), body)
+
         return [name(keys)], bind
 
 
 def _dict_view(it: ast.expr, norm: "LoopNormalizer") -> ast.expr | None:
     """The dict of ``d.items()`` / ``d.values()`` / ``d.keys()`` on a local, else None."""
-    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args
-            and it.func.attr in ("items", "values", "keys")
-            and isinstance(it.func.value, ast.Name) and it.func.value.id in norm.locals):
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and not it.args
+        and it.func.attr in ("items", "values", "keys")
+        and isinstance(it.func.value, ast.Name)
+        and it.func.value.id in norm.locals
+    ):
         return it.func.value
     return None
 
 
 def _has_break(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], ast.If) and isinstance(body[-1].body[0], ast.Break)
+    return (
+        bool(body)
+        and isinstance(body[-1], ast.If)
+        and isinstance(body[-1].body[0], ast.Break)
+    )

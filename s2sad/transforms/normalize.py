@@ -29,15 +29,33 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.calls import CallInfo, CallNormalizer, LocalFunction, classify_object  # noqa: F401
+from s2sad.transforms.calls import (
+    CallInfo,
+    CallNormalizer,
+    LocalFunction,
+    classify_object,
+)  # noqa: F401
 from s2sad.transforms.loops import LoopNormalizer
 from s2sad.transforms.parse import ParsedFunction, _MISSING, lambda_to_def
 
 _OP_NAMES = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul",
-    ast.Pow: "pow", ast.Mod: "mod", ast.FloorDiv: "floordiv", ast.USub: "neg",
-    ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert", ast.BitAnd: "and_",
-    ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift",
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.MatMult: "matmul",
+    ast.Pow: "pow",
+    ast.Mod: "mod",
+    ast.FloorDiv: "floordiv",
+    ast.USub: "neg",
+    ast.UAdd: "pos",
+    ast.Not: "not_",
+    ast.Invert: "invert",
+    ast.BitAnd: "and_",
+    ast.BitOr: "or_",
+    ast.BitXor: "xor",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
 }
 
 
@@ -52,10 +70,18 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self.namer = namer
         self.env = parsed.env
         node = parsed.node
-        self.params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
-        self.locals = set(self.params) | stores(node) | {
-            s.name for s in ast.walk(node) if isinstance(s, ast.FunctionDef) and s is not node
-        }
+        self.params = [
+            a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        ]
+        self.locals = (
+            set(self.params)
+            | stores(node)
+            | {
+                s.name
+                for s in ast.walk(node)
+                if isinstance(s, ast.FunctionDef) and s is not node
+            }
+        )
         self.nonsimple = self._compound_stores(node.body)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
@@ -94,7 +120,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return getattr(base, expr.attr, _MISSING)
 
     # ------------------------------------------------------------------ blocks
-    def block(self, stmts: list[ast.stmt], in_loop: bool = False, nested: bool = False) -> list[ast.stmt]:
+    def block(
+        self, stmts: list[ast.stmt], in_loop: bool = False, nested: bool = False
+    ) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         self.depth += nested
         for stmt in stmts:
@@ -105,8 +133,11 @@ class Normalizer(LoopNormalizer, CallNormalizer):
     def stmt(self, s: ast.stmt, out: list[ast.stmt], in_loop: bool) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
-            self.error(s, f"unsupported construct: {type(s).__name__} statement",
-                       "rewrite it with assignments, if and for")
+            self.error(
+                s,
+                f"unsupported construct: {type(s).__name__} statement",
+                "rewrite it with assignments, if and for",
+            )
             return
         start = len(out)
         method(s, out, in_loop)
@@ -148,8 +179,11 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self.stmt_Assign(ast.Assign(targets=[s.target], value=s.value), out, in_loop)
 
     def stmt_Assign(self, s, out, in_loop):
-        if (len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-                and isinstance(s.value, ast.Lambda)):
+        if (
+            len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Lambda)
+        ):
             self._lift(s.targets[0].id, lambda_to_def(s.value, s.targets[0].id))
             return
         if len(s.targets) == 1:
@@ -162,15 +196,21 @@ class Normalizer(LoopNormalizer, CallNormalizer):
     def stmt_AugAssign(self, s, out, in_loop):
         target = s.target
         if isinstance(target, ast.Name):
-            self.assign_to(target, ast.BinOp(left=name(target.id), op=s.op, right=s.value), out)
+            self.assign_to(
+                target, ast.BinOp(left=name(target.id), op=s.op, right=s.value), out
+            )
             # Python changes an array in place here; the aliasing pass checks that no
             # other name still refers to it (then rebinding is the same thing).
             anno(out[-1])["augassign"] = True
             return
         index = self.index(target.slice, out)
         old = self.temp(f"{target.value.id}_item")
-        out.append(assign(old, ast.Subscript(value=name(target.value.id), slice=index,
-                                             ctx=ast.Load())))
+        out.append(
+            assign(
+                old,
+                ast.Subscript(value=name(target.value.id), slice=index, ctx=ast.Load()),
+            )
+        )
         new = self.atom(ast.BinOp(left=name(old), op=s.op, right=s.value), out, "value")
         self._setitem(target.value.id, index, new, out)
 
@@ -198,7 +238,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             self.error(target, "unsupported assignment target", "assign to a name")
 
     def _setitem(self, base: str, index: ast.expr, value: ast.expr, out) -> None:
-        node = assign(ast.Subscript(value=name(base), slice=index, ctx=ast.Store()), value)
+        node = assign(
+            ast.Subscript(value=name(base), slice=index, ctx=ast.Store()), value
+        )
         anno(node)["setitem"] = True
         out.append(node)
 
@@ -225,7 +267,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
     # ------------------------------------------------------------------ expressions
     def atom(self, e: ast.expr, out: list[ast.stmt], hint: str = "t") -> ast.expr:
         """Flatten ``e`` and return a name, constant or static reference for it."""
-        if isinstance(e, ast.Constant) or (isinstance(e, ast.Name) and e.id not in self.local_functions):
+        if isinstance(e, ast.Constant) or (
+            isinstance(e, ast.Name) and e.id not in self.local_functions
+        ):
             return e
         if isinstance(e, ast.Attribute) and self.is_static(e):
             return e
@@ -238,8 +282,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         out.append(assign(tmp, v))
         return name(tmp)
 
-    def value(self, e: ast.expr, out: list[ast.stmt], hint: str = "t",
-              into: str | None = None) -> ast.expr:
+    def value(
+        self, e: ast.expr, out: list[ast.stmt], hint: str = "t", into: str | None = None
+    ) -> ast.expr:
         """Flatten the operands of ``e``; return one operation over atoms."""
         if into is not None:
             return getattr(self, "expr_" + type(e).__name__)(e, out, hint, into)
@@ -247,35 +292,50 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         if method is None:
             if isinstance(e, (ast.Constant, ast.Name, ast.JoinedStr)):
                 return e
-            self.error(e, f"unsupported expression: {type(e).__name__}",
-                       "split it into simpler statements")
+            self.error(
+                e,
+                f"unsupported expression: {type(e).__name__}",
+                "split it into simpler statements",
+            )
             return const(None)
         return method(e, out, hint)
 
     def expr_Name(self, e, out, hint):
         if e.id in self.local_functions:
-            self.error(e, f"local function '{e.id}' used as a value",
-                       "call it directly, or define it at module level")
+            self.error(
+                e,
+                f"local function '{e.id}' used as a value",
+                "call it directly, or define it at module level",
+            )
         return e
 
     def expr_Attribute(self, e, out, hint):
         if self.is_static(e):
             return e
-        return ast.Attribute(value=self.atom(e.value, out, hint), attr=e.attr, ctx=ast.Load())
+        return ast.Attribute(
+            value=self.atom(e.value, out, hint), attr=e.attr, ctx=ast.Load()
+        )
 
     def expr_BinOp(self, e, out, hint):
-        return ast.BinOp(left=self.atom(e.left, out), op=e.op, right=self.atom(e.right, out))
+        return ast.BinOp(
+            left=self.atom(e.left, out), op=e.op, right=self.atom(e.right, out)
+        )
 
     def expr_UnaryOp(self, e, out, hint):
         return ast.UnaryOp(op=e.op, operand=self.atom(e.operand, out))
 
     def expr_Compare(self, e, out, hint):
         if len(e.ops) == 1:
-            return ast.Compare(left=self.atom(e.left, out), ops=e.ops,
-                               comparators=[self.atom(e.comparators[0], out)])
+            return ast.Compare(
+                left=self.atom(e.left, out),
+                ops=e.ops,
+                comparators=[self.atom(e.comparators[0], out)],
+            )
         lefts = [e.left] + e.comparators[:-1]
-        pairs = [ast.Compare(left=l, ops=[op], comparators=[r])
-                 for l, op, r in zip(lefts, e.ops, e.comparators)]
+        pairs = [
+            ast.Compare(left=left, ops=[op], comparators=[right])
+            for left, op, right in zip(lefts, e.ops, e.comparators)
+        ]
         return self.expr_BoolOp(ast.BoolOp(op=ast.And(), values=pairs), out, hint)
 
     def expr_BoolOp(self, e, out, hint, into=None):
@@ -317,11 +377,19 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     def index(self, idx: ast.expr, out) -> ast.expr:
         if isinstance(idx, ast.Slice):
-            parts = {k: (self.atom(getattr(idx, k), out, "bound") if getattr(idx, k) is not None else None)
-                     for k in ("lower", "upper", "step")}
+            parts = {
+                k: (
+                    self.atom(getattr(idx, k), out, "bound")
+                    if getattr(idx, k) is not None
+                    else None
+                )
+                for k in ("lower", "upper", "step")
+            }
             return ast.Slice(**parts)
         if isinstance(idx, ast.Tuple):
-            return ast.Tuple(elts=[self.index(x, out) for x in idx.elts], ctx=ast.Load())
+            return ast.Tuple(
+                elts=[self.index(x, out) for x in idx.elts], ctx=ast.Load()
+            )
         return self.atom(idx, out, "index")
 
     def expr_Tuple(self, e, out, hint):
@@ -332,9 +400,17 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     def expr_Dict(self, e, out, hint):
         if any(k is None for k in e.keys):
-            self.error(e, "unsupported construct: dict unpacking ('**')", "build the dict key by key")
-        return ast.Dict(keys=[self.atom(k, out) for k in e.keys if k is not None],
-                        values=[self.atom(v, out) for k, v in zip(e.keys, e.values) if k is not None])
+            self.error(
+                e,
+                "unsupported construct: dict unpacking ('**')",
+                "build the dict key by key",
+            )
+        return ast.Dict(
+            keys=[self.atom(k, out) for k in e.keys if k is not None],
+            values=[
+                self.atom(v, out) for k, v in zip(e.keys, e.values) if k is not None
+            ],
+        )
 
     def expr_Lambda(self, e, out, hint):
         tmp = self.temp("lambda_fn")
@@ -346,13 +422,19 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         if info.kind in ("user", "local"):
             e = self._bind_arguments(e, info)
         args = [self.atom(a, out) for a in e.args]
-        keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords]
+        keywords = [
+            ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords
+        ]
         func = e.func
         if info.kind == "method":
-            func = ast.Attribute(value=self.atom(e.func.value, out), attr=e.func.attr, ctx=ast.Load())
+            func = ast.Attribute(
+                value=self.atom(e.func.value, out), attr=e.func.attr, ctx=ast.Load()
+            )
         elif info.kind == "local":
             args += [name(v) for v in self.local_functions[info.target].freevars]
-        elif not self.is_static(func) and not (isinstance(func, ast.Name) and func.id in self.local_functions):
+        elif not self.is_static(func) and not (
+            isinstance(func, ast.Name) and func.id in self.local_functions
+        ):
             func = self.atom(func, out, "fn")
         node = ast.Call(func=func, args=args, keywords=keywords)
         if info.kind == "user" and info.extra.get("self") is not None:
@@ -361,14 +443,17 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return node
 
 
-
 def _hint(v: ast.expr) -> str:
     """A readable base name for a temporary holding ``v``."""
     if isinstance(v, ast.BinOp) or isinstance(v, ast.UnaryOp):
         return _OP_NAMES.get(type(v.op), "t")
     if isinstance(v, ast.Call):
         f = v.func
-        return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "t")
+        return (
+            f.attr
+            if isinstance(f, ast.Attribute)
+            else (f.id if isinstance(f, ast.Name) else "t")
+        )
     if isinstance(v, ast.Subscript):
         base = v.value
         return f"{base.id}_item" if isinstance(base, ast.Name) else "item"
@@ -388,13 +473,17 @@ def _is_literal(e: ast.expr) -> bool:
     if isinstance(e, ast.Constant):
         return True
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        return isinstance(e.operand, ast.Constant) and isinstance(e.operand.value, (int, float))
+        return isinstance(e.operand, ast.Constant) and isinstance(
+            e.operand.value, (int, float)
+        )
     if isinstance(e, ast.Tuple):
         return all(_is_literal(x) for x in e.elts)
     return False
 
 
-def ssa_rename(node: ast.FunctionDef, nonsimple: set[str], namer, skip: set[str]) -> None:
+def ssa_rename(
+    node: ast.FunctionDef, nonsimple: set[str], namer, skip: set[str]
+) -> None:
     """Give each top-level re-assignment of a simple name a fresh version ``x_1``."""
     params = {a.arg for a in node.args.args}
     current = {p: p for p in params}
@@ -414,7 +503,11 @@ def ssa_rename(node: ast.FunctionDef, nonsimple: set[str], namer, skip: set[str]
 
 def _rename_loads(stmt: ast.stmt, current: dict[str, str]) -> None:
     for sub in ast.walk(stmt):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in current:
+        if (
+            isinstance(sub, ast.Name)
+            and isinstance(sub.ctx, ast.Load)
+            and sub.id in current
+        ):
             sub.id = current[sub.id]
 
 

@@ -19,8 +19,9 @@ import ast
 from s2sad.transforms.astutil import anno
 
 
-def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options,
-        keep: set[str] = frozenset()) -> tuple[list, list]:
+def run(
+    fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options, keep: set[str] = frozenset()
+) -> tuple[list, list]:
     """Remove dead save/restore pairs; record what is still saved on ``fc``."""
     if options.optimize:
         read = _reads(bwd)
@@ -28,8 +29,12 @@ def run(fwd: list[ast.stmt], bwd: list[ast.stmt], fc, options,
         fwd = _strip(fwd, lambda s: anno(s).get("save") in dead)
         bwd = _strip(bwd, lambda s: anno(s).get("restore") in dead)
         unread = _saves_nobody_reads(fwd)
-        fwd = _strip(fwd, lambda s: anno(s).get("save_id") in unread and "save" in anno(s))
-        bwd = _strip(bwd, lambda s: anno(s).get("save_id") in unread and "restore" in anno(s))
+        fwd = _strip(
+            fwd, lambda s: anno(s).get("save_id") in unread and "save" in anno(s)
+        )
+        bwd = _strip(
+            bwd, lambda s: anno(s).get("save_id") in unread and "restore" in anno(s)
+        )
         bwd = _prune(bwd)
         bwd = _drop_dead_resets(bwd, keep=set(keep))
     fc.saved_names = {anno(s)["save"] for s in _walk(fwd) if "save" in anno(s)}
@@ -75,17 +80,28 @@ def _drop_dead_resets(stmts: list[ast.stmt], keep: set[str]) -> list[ast.stmt]:
     live = set(keep)
     out: list[ast.stmt] = []
     for s in reversed(stmts):
-        is_reset = (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
-                    and isinstance(s.value, ast.Constant) and s.value.value is None
-                    and "restore" not in anno(s) and s.targets[0].id.startswith("g_"))
+        is_reset = (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Constant)
+            and s.value.value is None
+            and "restore" not in anno(s)
+            and s.targets[0].id.startswith("g_")
+        )
         if is_reset and s.targets[0].id not in live:
             continue
         out.append(s)
-        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
-                and not isinstance(s, (ast.If, ast.For, ast.While)):
+        if (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and not isinstance(s, (ast.If, ast.For, ast.While))
+        ):
             live.discard(s.targets[0].id)
-        live |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)}
+        live |= {
+            n.id
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
     return _drop_dangling_comments(list(reversed(out)))
 
 
@@ -137,8 +153,12 @@ def _effective(stmts: list[ast.stmt]) -> bool:
 
 
 def _is_comment(s: ast.stmt) -> bool:
-    return (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-            and isinstance(s.value.value, str) and s.value.value.startswith("S2SAD_COMMENT_"))
+    return (
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Constant)
+        and isinstance(s.value.value, str)
+        and s.value.value.startswith("S2SAD_COMMENT_")
+    )
 
 
 def _drop_dangling_comments(stmts: list[ast.stmt]) -> list[ast.stmt]:

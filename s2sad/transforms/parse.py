@@ -128,7 +128,9 @@ def _parse(text: str, fn: Any) -> ast.Module:
                 except SyntaxError:
                     continue
             start = stripped.find("lambda", start + 1)
-        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}")
+        raise SourceUnavailableError(
+            f"cannot parse the source of {fn.__qualname__}"
+        ) from None
 
 
 def _shift(tree: ast.AST, lines: int, cols: int) -> None:
@@ -145,7 +147,9 @@ def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
     if fn.__name__ == "<lambda>":
         lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
         wanted = fn.__code__.co_varnames[: fn.__code__.co_argcount]
-        lambdas = [lam for lam in lambdas if tuple(a.arg for a in lam.args.args) == wanted]
+        lambdas = [
+            lam for lam in lambdas if tuple(a.arg for a in lam.args.args) == wanted
+        ]
         if len(lambdas) != 1:
             raise SourceUnavailableError(
                 f"{source.filename}:{fn.__code__.co_firstlineno}: cannot tell which lambda "
@@ -153,11 +157,17 @@ def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
             )
         return lambda_to_def(lambdas[0], "lambda_fn")
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == fn.__name__
+        ):
             if isinstance(node, ast.AsyncFunctionDef):
                 raise UnsupportedSyntaxError(
-                    source.problem(node, "unsupported construct: async function",
-                                   "differentiate a plain (non-async) function")
+                    source.problem(
+                        node,
+                        "unsupported construct: async function",
+                        "differentiate a plain (non-async) function",
+                    )
                 )
             return node
     raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__}")
@@ -167,7 +177,12 @@ def lambda_to_def(lam: ast.Lambda, name: str) -> ast.FunctionDef:
     """``lambda a, b: e`` -> ``def name(a, b): return e`` (locations kept)."""
     ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
     node = ast.FunctionDef(
-        name=name, args=lam.args, body=[ret], decorator_list=[], returns=None,
-        type_comment=None, type_params=[],
+        name=name,
+        args=lam.args,
+        body=[ret],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
     )
     return ast.copy_location(node, lam)

@@ -33,8 +33,13 @@ from s2sad.transforms.normalize import CallInfo
 from s2sad.transforms.rules import definite_positions, instantiate
 
 BINOPS = {
-    ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
-    ast.Pow: np.power, ast.MatMult: np.matmul, ast.Mod: np.mod,
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.true_divide,
+    ast.Pow: np.power,
+    ast.MatMult: np.matmul,
+    ast.Mod: np.mod,
 }
 UNARYOPS = {ast.USub: np.negative, ast.UAdd: np.positive}
 
@@ -65,8 +70,9 @@ class FunctionReverser:
         return self.fc.module.helper(fn_name)
 
     # ------------------------------------------------------------------ accumulation
-    def accumulate(self, x: str, contribution: ast.expr, out: list[ast.stmt],
-                   definite: bool = True) -> None:
+    def accumulate(
+        self, x: str, contribution: ast.expr, out: list[ast.stmt], definite: bool = True
+    ) -> None:
         """``g_x += contribution``; ``definite=False`` when it may be None at run time."""
         gx = self.g(x)
         before = self.state.get(gx, NONE)
@@ -74,11 +80,15 @@ class FunctionReverser:
             out.append(assign(gx, contribution))
             self.state[gx] = SET if definite else MAYBE
         else:
-            out.append(assign(gx, call(self.helper("accumulate"), name(gx), contribution)))
+            out.append(
+                assign(gx, call(self.helper("accumulate"), name(gx), contribution))
+            )
             if before == MAYBE and definite:
                 self.state[gx] = SET
 
-    def guarded(self, x: str, body: list[ast.stmt], before: dict[str, str]) -> list[ast.stmt]:
+    def guarded(
+        self, x: str, body: list[ast.stmt], before: dict[str, str]
+    ) -> list[ast.stmt]:
         """Wrap ``body`` in ``if g_x is not None`` when g_x may be None here.
 
         ``before`` is the cotangent state before ``body`` was generated: what the
@@ -89,16 +99,23 @@ class FunctionReverser:
         if before.get(self.g(x), NONE) == SET:
             return body
         pre = []
-        assigned = {t.id for st in body for n in ast.walk(st) if isinstance(n, (ast.Assign,))
-                    for t in n.targets for t in ([t] if isinstance(t, ast.Name) else
-                                                 getattr(t, "elts", []))
-                    if isinstance(t, ast.Name)}
+        assigned = {
+            t.id
+            for st in body
+            for n in ast.walk(st)
+            if isinstance(n, (ast.Assign,))
+            for t in n.targets
+            for t in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
+            if isinstance(t, ast.Name)
+        }
         for g in sorted(assigned & set(self.gnames.values())):
             if before.get(g, NONE) == NONE:
                 pre.append(assign(g, const(None)))
             if before.get(g, NONE) != SET:
                 self.state[g] = MAYBE
-        test = ast.Compare(left=name(self.g(x)), ops=[ast.IsNot()], comparators=[const(None)])
+        test = ast.Compare(
+            left=name(self.g(x)), ops=[ast.IsNot()], comparators=[const(None)]
+        )
         return pre + [ast.If(test=test, body=body, orelse=[])]
 
     # ------------------------------------------------------------------ statements
@@ -109,7 +126,9 @@ class FunctionReverser:
         for s in stmts:
             f, b = self.statement(s, in_loop)
             if f and not isinstance(s, (ast.If, ast.For, ast.While)):
-                anno(f[-1])["src"] = s  # optimize reads the statement's backward reads here
+                anno(f[-1])[
+                    "src"
+                ] = s  # optimize reads the statement's backward reads here
             fwd.extend(f)
             parts.append((s, b))
 
@@ -118,18 +137,27 @@ class FunctionReverser:
             last_origin = None
             for s, b in reversed(parts):
                 block = b()
-                anno(s)["bwd_reads"] = {n.id for st in block for n in ast.walk(st)
-                                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                anno(s)["bwd_reads"] = {
+                    n.id
+                    for st in block
+                    for n in ast.walk(st)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                }
                 if not block:
                     continue
                 origin = anno(s).get("origin")
-                if origin is not None and origin != last_origin and not isinstance(s, (ast.If, ast.For, ast.While)):
+                if (
+                    origin is not None
+                    and origin != last_origin
+                    and not isinstance(s, (ast.If, ast.For, ast.While))
+                ):
                     out.append(self.fc.comment(origin))
                     last_origin = origin
                 elif isinstance(s, (ast.If, ast.For, ast.While)):
                     last_origin = None
                 out.extend(block)
             return out
+
         return fwd, backward
 
     def statement(self, s: ast.stmt, in_loop: bool):
@@ -178,6 +206,7 @@ class FunctionReverser:
             if saved:
                 out.append(self.fc.restore(x, saved))
             return out
+
         return fwd, backward
 
     def contributions(self, x: str, v: ast.expr) -> list[ast.stmt]:
@@ -192,20 +221,29 @@ class FunctionReverser:
         elif isinstance(v, ast.UnaryOp):
             self.apply_rule(UNARYOPS.get(type(v.op)), x, [v.operand], {}, out, v)
         elif isinstance(v, ast.Subscript):
-            self.apply_rule(operator.getitem, x, [v.value, index_value(v.slice)], {}, out, v)
+            self.apply_rule(
+                operator.getitem, x, [v.value, index_value(v.slice)], {}, out, v
+            )
         elif isinstance(v, ast.Attribute):
             fn = registry.lookup_attribute(v.attr)
             self.apply_rule(fn, x, [v.value], {}, out, v)
         elif isinstance(v, (ast.Tuple, ast.List)):
             for i, e in enumerate(v.elts):
                 if self.needs(e):
-                    self.accumulate(e.id, ast.Subscript(value=gx, slice=const(i), ctx=ast.Load()),
-                                    out, definite=False)
+                    self.accumulate(
+                        e.id,
+                        ast.Subscript(value=gx, slice=const(i), ctx=ast.Load()),
+                        out,
+                        definite=False,
+                    )
         elif isinstance(v, ast.Dict):
             for k, e in zip(v.keys, v.values):
                 if self.needs(e):
-                    get = ast.Call(func=ast.Attribute(value=gx, attr="get", ctx=ast.Load()),
-                                   args=[k], keywords=[])
+                    get = ast.Call(
+                        func=ast.Attribute(value=gx, attr="get", ctx=ast.Load()),
+                        args=[k],
+                        keywords=[],
+                    )
                     self.accumulate(e.id, get, out, definite=False)
         elif isinstance(v, ast.Call):
             info: CallInfo = anno(v)["call"]
@@ -229,7 +267,9 @@ class FunctionReverser:
         gx, ans = name(self.g(x)), name(x)
         if len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
             partial = registry.lookup_partial(fn, wanted[0])
-            if partial is not None:  # only this cotangent is needed: skip the others' work
+            if (
+                partial is not None
+            ):  # only this cotangent is needed: skip the others' work
                 self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
@@ -239,8 +279,14 @@ class FunctionReverser:
             np_alias = None
             for e in exprs:
                 for n in ast.walk(e) if e is not None else ():
-                    if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
-                        np_alias = np_alias or self.fc.module.bind("np", np, ["module", "numpy", "np"])
+                    if (
+                        isinstance(n, ast.Name)
+                        and n.id == "np"
+                        and not anno(n).get("bound")
+                    ):
+                        np_alias = np_alias or self.fc.module.bind(
+                            "np", np, ["module", "numpy", "np"]
+                        )
                         n.id = np_alias
                         anno(n)["bound"] = True
         if exprs is None:
@@ -255,14 +301,23 @@ class FunctionReverser:
                 self.state[self.direct_assigned[i]] = SET if i in definite else MAYBE
                 continue
             x_name = args[i].id
-            if x_name in merged and exprs is not None and merged[x_name][1] and i in definite:
+            if (
+                x_name in merged
+                and exprs is not None
+                and merged[x_name][1]
+                and i in definite
+            ):
                 prev, _, first = merged[x_name]
-                merged[x_name] = (ast.BinOp(left=prev, op=ast.Add(), right=e), True, first)
+                merged[x_name] = (
+                    ast.BinOp(left=prev, op=ast.Add(), right=e),
+                    True,
+                    first,
+                )
             else:
                 merged.setdefault(x_name, (e, i in definite, i))
                 if merged[x_name][0] is not e:  # cannot merge: accumulate separately
                     self._accumulate_rule(rule, args, i, e, out, i in definite)
-        for x_name, (e, is_definite, i) in merged.items():
+        for e, is_definite, i in merged.values():
             self._accumulate_rule(rule, args, i, e, out, is_definite)
 
     def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
@@ -277,39 +332,64 @@ class FunctionReverser:
             e = exprs[0]
         else:
             keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
-            call_ = ast.Call(func=self.fc.module.rule_ref(rule.adjoint), args=[gx, ans, *args],
-                             keywords=keywords)
+            call_ = ast.Call(
+                func=self.fc.module.rule_ref(rule.adjoint),
+                args=[gx, ans, *args],
+                keywords=keywords,
+            )
             e = ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
         if rule.broadcasts:
             e = call(self.helper("unbroadcast"), e, args[i])
-        self.accumulate(args[i].id, e, out, definite=0 in definite_positions(rule.adjoint))
+        self.accumulate(
+            args[i].id, e, out, definite=0 in definite_positions(rule.adjoint)
+        )
 
-    def called_rule(self, rule, gx, ans, args, kwargs, wanted, out) -> list[ast.expr | None]:
+    def called_rule(
+        self, rule, gx, ans, args, kwargs, wanted, out
+    ) -> list[ast.expr | None]:
         """Call a rule that cannot be inlined; return expressions for its cotangents."""
         fn_ref = self.fc.module.rule_ref(rule.adjoint)
         keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
-        rule_call: ast.expr = ast.Call(func=fn_ref, args=[gx, ans, *args], keywords=keywords)
+        rule_call: ast.expr = ast.Call(
+            func=fn_ref, args=[gx, ans, *args], keywords=keywords
+        )
         n = len(args)
-        if len(wanted) == 1:  # every rule returns at least one cotangent per named parameter
+        if (
+            len(wanted) == 1
+        ):  # every rule returns at least one cotangent per named parameter
             if wanted[0] >= _named_params(rule.adjoint):
                 rule_call = call(self.helper("pad"), rule_call, const(n))
             exprs: list = [None] * n
-            exprs[wanted[0]] = ast.Subscript(value=rule_call, slice=const(wanted[0]), ctx=ast.Load())
+            exprs[wanted[0]] = ast.Subscript(
+                value=rule_call, slice=const(wanted[0]), ctx=ast.Load()
+            )
             return exprs
         if n > _named_params(rule.adjoint):
             rule_call = call(self.helper("pad"), rule_call, const(n))
-        direct = (not rule.broadcasts and len({args[i].id for i in wanted}) == len(wanted)
-                  and all(self.state.get(self.g(args[i].id), NONE) == NONE for i in wanted))
+        direct = (
+            not rule.broadcasts
+            and len({args[i].id for i in wanted}) == len(wanted)
+            and all(self.state.get(self.g(args[i].id), NONE) == NONE for i in wanted)
+        )
         if direct:  # nothing accumulated yet: unpack straight into the cotangent names
             cts = [self.g(a.id) if i in wanted else "_" for i, a in enumerate(args)]
             self.direct_assigned = {i: self.g(args[i].id) for i in wanted}
         else:
-            cts = [self.fc.namer.fresh("ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name)
-                                                 else "arg"))
-                   if i in wanted else "_" for i, a in enumerate(args)]
+            cts = [
+                (
+                    self.fc.namer.fresh(
+                        "ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name) else "arg")
+                    )
+                    if i in wanted
+                    else "_"
+                )
+                for i, a in enumerate(args)
+            ]
         target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
         if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
-            target.elts.append(ast.Starred(value=name("_", store=True), ctx=ast.Store()))
+            target.elts.append(
+                ast.Starred(value=name("_", store=True), ctx=ast.Store())
+            )
         out.append(ast.Assign(targets=[target], value=rule_call, type_comment=None))
         return [name(c) if c != "_" else None for c in cts]
 
@@ -319,15 +399,23 @@ class FunctionReverser:
         info: CallInfo = anno(v)["call"]
         if info.kind not in ("user", "local"):
             return v, None
-        pattern = tuple(self.act.active.__contains__(a.id) if isinstance(a, ast.Name) else False
-                        for a in v.args)
+        pattern = tuple(
+            self.act.active.__contains__(a.id) if isinstance(a, ast.Name) else False
+            for a in v.args
+        )
         useful = x is not None and self.needs(x)
         if not any(pattern) or not useful:
             if info.kind == "user":
                 return v, None
             fwd_name, _ = self.fc.module.request(info, pattern, self.fc)
-            return ast.Subscript(value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
-                                 slice=const(0), ctx=ast.Load()), None
+            return (
+                ast.Subscript(
+                    value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
+                    slice=const(0),
+                    ctx=ast.Load(),
+                ),
+                None,
+            )
         fwd_name, bwd_name = self.fc.module.request(info, pattern, self.fc)
         saved = self.fc.namer.fresh(f"saved_{fwd_name.removesuffix('_forward')}")
         self.fc.locals.add(saved)
@@ -335,21 +423,32 @@ class FunctionReverser:
             self.fc.reassigned.add(saved)
         sid = self.fc.save(saved, fwd, in_loop)
         call_fwd = ast.Call(func=name(fwd_name), args=v.args, keywords=[])
-        pair = ast.Tuple(elts=[name(x, store=True), name(saved, store=True)], ctx=ast.Store())
+        pair = ast.Tuple(
+            elts=[name(x, store=True), name(saved, store=True)], ctx=ast.Store()
+        )
         fwd.append(ast.Assign(targets=[pair], value=call_fwd, type_comment=None))
         self.pending_restore = (saved, sid) if sid else None
 
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []
-            bcall = ast.Call(func=name(bwd_name), args=[name(self.g(x)), name(saved)], keywords=[])
-            cts = [self.fc.namer.fresh("ct_" + a.id.lstrip("_")) if isinstance(a, ast.Name) and self.needs(a) else "_"
-                   for a in v.args]
+            bcall = ast.Call(
+                func=name(bwd_name), args=[name(self.g(x)), name(saved)], keywords=[]
+            )
+            cts = [
+                (
+                    self.fc.namer.fresh("ct_" + a.id.lstrip("_"))
+                    if isinstance(a, ast.Name) and self.needs(a)
+                    else "_"
+                )
+                for a in v.args
+            ]
             target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
             out.append(ast.Assign(targets=[target], value=bcall, type_comment=None))
             for a, c in zip(v.args, cts):
                 if c != "_":
                     self.accumulate(a.id, name(c), out, definite=False)
             return out
+
         return None, backward
 
     # .................................................................. mutation
@@ -368,12 +467,21 @@ class FunctionReverser:
                 gy = name(self.g(y))
                 if self.needs(v):
                     item = call(self.helper("item_of"), gy, idx)
-                    self.accumulate(v.id, call(self.helper("unbroadcast"), item, v), body,
-                                    definite=False)
-                body.append(assign(self.g(y), call(self.helper("without_item"), gy, idx)))
+                    self.accumulate(
+                        v.id,
+                        call(self.helper("unbroadcast"), item, v),
+                        body,
+                        definite=False,
+                    )
+                body.append(
+                    assign(self.g(y), call(self.helper("without_item"), gy, idx))
+                )
                 out.extend(self.guarded(y, body, before))
-            out.append(ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old())))
+            out.append(
+                ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old()))
+            )
             return out
+
         return fwd, backward
 
     def append_stmt(self, s: ast.Expr):
@@ -387,18 +495,40 @@ class FunctionReverser:
                 gl = self.g(lst)
                 if self.needs(v):
                     ct = self.fc.namer.fresh("ct_" + v.id.lstrip("_"))
-                    target = ast.Tuple(elts=[name(gl, store=True), name(ct, store=True)], ctx=ast.Store())
-                    body = [ast.Assign(targets=[target], value=call(self.helper("split_last"), name(gl)),
-                                       type_comment=None)]
+                    target = ast.Tuple(
+                        elts=[name(gl, store=True), name(ct, store=True)],
+                        ctx=ast.Store(),
+                    )
+                    body = [
+                        ast.Assign(
+                            targets=[target],
+                            value=call(self.helper("split_last"), name(gl)),
+                            type_comment=None,
+                        )
+                    ]
                     self.accumulate(v.id, name(ct), body, definite=False)
                 else:
-                    body = [ast.Assign(targets=[ast.Tuple(elts=[name(gl, store=True), name("_", store=True)],
-                                                          ctx=ast.Store())],
-                                       value=call(self.helper("split_last"), name(gl)), type_comment=None)]
+                    body = [
+                        ast.Assign(
+                            targets=[
+                                ast.Tuple(
+                                    elts=[name(gl, store=True), name("_", store=True)],
+                                    ctx=ast.Store(),
+                                )
+                            ],
+                            value=call(self.helper("split_last"), name(gl)),
+                            type_comment=None,
+                        )
+                    ]
                 out.extend(self.guarded(lst, body, before))
-            pop = ast.Call(func=ast.Attribute(value=name(lst), attr="pop", ctx=ast.Load()), args=[], keywords=[])
+            pop = ast.Call(
+                func=ast.Attribute(value=name(lst), attr="pop", ctx=ast.Load()),
+                args=[],
+                keywords=[],
+            )
             out.append(ast.Expr(value=pop))
             return out
+
         return [s], backward
 
 

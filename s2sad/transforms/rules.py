@@ -44,7 +44,11 @@ def inline_form(rule_fn) -> InlineForm | None:
     if not isinstance(fn, ast.FunctionDef):
         return None
     body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    ):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Return):
         return None
@@ -56,7 +60,7 @@ def inline_form(rule_fn) -> InlineForm | None:
         return None
     params = tuple(a.arg for a in args.args)
     defaults = {}
-    for a, d in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
+    for a, d in zip(args.args[len(args.args) - len(args.defaults) :], args.defaults):
         if not isinstance(d, ast.Constant):
             return None
         defaults[a.arg] = d.value
@@ -67,8 +71,13 @@ def inline_form(rule_fn) -> InlineForm | None:
         return None
     if any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(value)):
         return None
-    return InlineForm(params, defaults, tuple(value.elts), args.vararg is not None,
-                      args.kwarg is not None)
+    return InlineForm(
+        params,
+        defaults,
+        tuple(value.elts),
+        args.vararg is not None,
+        args.kwarg is not None,
+    )
 
 
 class _Substitute(ast.NodeTransformer):
@@ -81,8 +90,13 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def instantiate(rule_fn, g: ast.expr, ans: ast.expr, args: list[ast.expr],
-                kwargs: dict[str, ast.expr]) -> list[ast.expr | None] | None:
+def instantiate(
+    rule_fn,
+    g: ast.expr,
+    ans: ast.expr,
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+) -> list[ast.expr | None] | None:
     """Cotangent expressions for each positional arg (None: zero), or None if not inlinable."""
     form = inline_form(rule_fn)
     if form is None or (len(form.params) < len(args) + 2 and not form.varargs):
@@ -90,7 +104,7 @@ def instantiate(rule_fn, g: ast.expr, ans: ast.expr, args: list[ast.expr],
     mapping: dict[str, ast.expr] = {form.params[0]: g, form.params[1]: ans}
     for p, a in zip(form.params[2:], args):
         mapping[p] = a
-    for p in form.params[2 + len(args):]:
+    for p in form.params[2 + len(args) :]:
         if p in kwargs:
             mapping[p] = kwargs[p]
         elif p in form.defaults:
@@ -128,15 +142,21 @@ def definite_positions(rule_fn) -> frozenset[int]:
     returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
     if not returns or not all(isinstance(r.value, ast.Tuple) for r in returns):
         return frozenset()
-    maybe_none_names = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                        if isinstance(t, ast.Name) and n.value is not None and _has_none(n.value)}
+    maybe_none_names = {
+        t.id
+        for n in ast.walk(fn)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Name) and n.value is not None and _has_none(n.value)
+    }
     width = min(len(r.value.elts) for r in returns)
     out = set()
     for i in range(width):
         elts = [r.value.elts[i] for r in returns]
-        if any(_has_none(e) or (isinstance(e, ast.Name) and e.id in maybe_none_names)
-               for e in elts):
+        if any(
+            _has_none(e) or (isinstance(e, ast.Name) and e.id in maybe_none_names)
+            for e in elts
+        ):
             continue
         out.add(i)
     return frozenset(out)

@@ -19,15 +19,30 @@ from s2sad.transforms.parse import ParsedFunction
 
 # node type -> (construct name, hint)
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    ast.Try: ("'try' statement", "move error handling outside the differentiated function"),
-    ast.With: ("'with' statement", "move the context manager outside the differentiated function"),
+    ast.Try: (
+        "'try' statement",
+        "move error handling outside the differentiated function",
+    ),
+    ast.With: (
+        "'with' statement",
+        "move the context manager outside the differentiated function",
+    ),
     ast.AsyncWith: ("'async with' statement", "differentiate synchronous code"),
     ast.AsyncFor: ("'async for' loop", "differentiate synchronous code"),
     ast.Await: ("'await' expression", "differentiate synchronous code"),
     ast.Yield: ("generator ('yield')", "return a list instead of yielding values"),
-    ast.YieldFrom: ("generator ('yield from')", "return a list instead of yielding values"),
-    ast.Global: ("'global' statement", "pass the value in as an argument and return the result"),
-    ast.Nonlocal: ("'nonlocal' statement", "pass the value in as an argument and return the result"),
+    ast.YieldFrom: (
+        "generator ('yield from')",
+        "return a list instead of yielding values",
+    ),
+    ast.Global: (
+        "'global' statement",
+        "pass the value in as an argument and return the result",
+    ),
+    ast.Nonlocal: (
+        "'nonlocal' statement",
+        "pass the value in as an argument and return the result",
+    ),
     ast.ClassDef: ("class definition", "define the class at module level"),
     ast.Import: ("import statement", "import at module level"),
     ast.ImportFrom: ("import statement", "import at module level"),
@@ -36,7 +51,10 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
     ast.ListComp: ("list comprehension", "write a for loop that appends to a list"),
     ast.SetComp: ("set comprehension", "write a for loop"),
     ast.DictComp: ("dict comprehension", "write a for loop that fills a dict"),
-    ast.GeneratorExp: ("generator expression", "write a for loop that appends to a list"),
+    ast.GeneratorExp: (
+        "generator expression",
+        "write a for loop that appends to a list",
+    ),
     ast.Set: ("set literal", "use a list or tuple"),
     ast.Match: ("'match' statement", "use if/elif/else"),
     ast.AsyncFunctionDef: ("async function", "differentiate a plain function"),
@@ -61,17 +79,30 @@ class _Validator(ast.NodeVisitor):
         super().generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval", "compile"):
-            self.report(node, f"call to {node.func.id}()",
-                        "write the code out; s2sad differentiates source it can read")
+        if isinstance(node.func, ast.Name) and node.func.id in (
+            "exec",
+            "eval",
+            "compile",
+        ):
+            self.report(
+                node,
+                f"call to {node.func.id}()",
+                "write the code out; s2sad differentiates source it can read",
+            )
         for arg in node.args:
             if isinstance(arg, ast.Starred):
-                self.report(arg, "star-argument in a call ('*args')",
-                            "pass the arguments one by one")
+                self.report(
+                    arg,
+                    "star-argument in a call ('*args')",
+                    "pass the arguments one by one",
+                )
         for kw in node.keywords:
             if kw.arg is None:
-                self.report(kw.value, "keyword unpacking in a call ('**kwargs')",
-                            "pass the keyword arguments one by one")
+                self.report(
+                    kw.value,
+                    "keyword unpacking in a call ('**kwargs')",
+                    "pass the keyword arguments one by one",
+                )
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -92,12 +123,16 @@ class _Validator(ast.NodeVisitor):
     def visit_For(self, node: ast.For) -> None:
         self._check_target(node.target)
         if node.orelse:
-            self.report(node, "'else' clause of a for loop", "use a flag variable instead")
+            self.report(
+                node, "'else' clause of a for loop", "use a flag variable instead"
+            )
         self._loop(node)
 
     def visit_While(self, node: ast.While) -> None:
         if node.orelse:
-            self.report(node, "'else' clause of a while loop", "use a flag variable instead")
+            self.report(
+                node, "'else' clause of a while loop", "use a flag variable instead"
+            )
         self._loop(node)
 
     def _loop(self, node: ast.AST) -> None:
@@ -123,9 +158,12 @@ class _Validator(ast.NodeVisitor):
 
     def _check_target(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
-            self.report(target, "assignment to an attribute",
-                        "s2sad does not track object mutation; use a local variable "
-                        "or a dict")
+            self.report(
+                target,
+                "assignment to an attribute",
+                "s2sad does not track object mutation; use a local variable "
+                "or a dict",
+            )
         elif isinstance(target, ast.Starred):
             self.report(target, "starred assignment target", "unpack by index instead")
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -133,8 +171,11 @@ class _Validator(ast.NodeVisitor):
                 self._check_target(elt)
         elif isinstance(target, ast.Subscript):
             if not isinstance(target.value, ast.Name):
-                self.report(target, "assignment into a nested item (a[i][j] = ...)",
-                            "index with a tuple (a[i, j] = ...) or assign to a local first")
+                self.report(
+                    target,
+                    "assignment into a nested item (a[i][j] = ...)",
+                    "index with a tuple (a[i, j] = ...) or assign to a local first",
+                )
 
 
 def run(parsed: ParsedFunction) -> ParsedFunction:

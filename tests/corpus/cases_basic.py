@@ -47,7 +47,7 @@ def matmul_op(W, x):
 
 @case(vec(3, positive=True))
 def pow_ops(x):
-    return np.sum(x ** 2 + x ** 0.5 + 2.0 ** x + x ** x)
+    return np.sum(x**2 + x**0.5 + 2.0**x + x**x)
 
 
 @case(vec(3))

@@ -153,6 +153,7 @@ def nested_def_in_loop(x):
 def make_closure(scale):
     def inner(x):
         return np.sum(x * scale)
+
     return inner
 
 

@@ -149,7 +149,7 @@ def enumerate_rows_mutation(X):
     out = np.zeros((3, 2))
     for i, row in enumerate(X):
         out[i] = row * (i + 1) + np.sum(out)
-    return np.sum(out ** 2)
+    return np.sum(out**2)
 
 
 @case(scal())

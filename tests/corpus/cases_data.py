@@ -160,7 +160,9 @@ def scalar_times_array(a, x):
 
 @case(mat(3, 4))
 def reductions_axis(X):
-    return np.sum(np.max(X, axis=1) + np.min(X, axis=0).mean() + np.mean(X, axis=(0, 1)))
+    return np.sum(
+        np.max(X, axis=1) + np.min(X, axis=0).mean() + np.mean(X, axis=(0, 1))
+    )
 
 
 @case(mat(3, 4))
@@ -204,4 +206,4 @@ def python_float_of_array(X):
 
 @case(vec(3), const(2))
 def int_argument_not_differentiated(x, n):
-    return np.sum(x ** n)
+    return np.sum(x**n)

@@ -57,7 +57,7 @@ def for_enumerate(x):
 def for_enumerate_start(x):
     s = 0.0
     for i, v in enumerate(x, 1):
-        s = s + v ** 2 * i
+        s = s + v**2 * i
     return s
 
 
@@ -149,7 +149,7 @@ def nested_break(x):
         for j in range(5):
             if j > i:
                 break
-            s = s + np.sum(x ** 2) * (i + j)
+            s = s + np.sum(x**2) * (i + j)
     return s
 
 
@@ -192,7 +192,7 @@ def loop_item_assign(x):
 def loop_slice_assign(x):
     y = np.zeros(8)
     for i in range(2):
-        y[4 * i:4 * i + 4] = x * (i + 1)
+        y[4 * i : 4 * i + 4] = x * (i + 1)
     return np.sum(np.sin(y))
 
 

@@ -69,5 +69,7 @@ def assert_close_tree(got, want, rtol=1e-5, atol=1e-6, where="gradient"):
         for i, (g, w) in enumerate(zip(got, want)):
             assert_close_tree(g, w, rtol, atol, f"{where}[{i}]")
     else:
-        assert np.shape(got) == np.shape(want), f"{where}: shape {np.shape(got)} vs {np.shape(want)}"
+        assert np.shape(got) == np.shape(
+            want
+        ), f"{where}: shape {np.shape(got)} vs {np.shape(want)}"
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=where)

@@ -29,6 +29,7 @@ def case(*makers, argnums=0):
     def register(fn):
         CASES.append(Case(fn, makers, argnums))
         return fn
+
     return register
 
 
@@ -36,6 +37,7 @@ def vec(n, positive=False):
     def make(rng):
         x = rng.normal(size=n)
         return np.abs(x) + 0.5 if positive else x
+
     return make
 
 
@@ -43,6 +45,7 @@ def mat(*shape, positive=False):
     def make(rng):
         x = rng.normal(size=shape)
         return np.abs(x) + 0.5 if positive else x
+
     return make
 
 
@@ -50,6 +53,7 @@ def scal(positive=False):
     def make(rng):
         x = float(rng.normal())
         return abs(x) + 0.5 if positive else x
+
     return make
 
 

@@ -39,4 +39,6 @@ def test_emitted_module_matches_golden_file(name):
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):
         path.write_text(source)
     assert path.exists(), f"no golden file {path}; run with S2SAD_UPDATE_GOLDEN=1"
-    assert source == path.read_text(), f"{name}: emitted code changed; review and regenerate"
+    assert (
+        source == path.read_text()
+    ), f"{name}: emitted code changed; review and regenerate"

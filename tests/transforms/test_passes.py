@@ -10,12 +10,19 @@ from s2sad.transforms.parse import Env, ParsedFunction, SourceInfo
 
 def _parsed(src: str) -> ParsedFunction:
     node = ast.parse(textwrap.dedent(src)).body[0]
-    return ParsedFunction(node, SourceInfo("<test>", node.name, "test"), Env(extra={"np": __import__("numpy")}))
+    return ParsedFunction(
+        node,
+        SourceInfo("<test>", node.name, "test"),
+        Env(extra={"np": __import__("numpy")}),
+    )
 
 
 def _namer(p):
     import builtins
-    return Namer({n.id for n in ast.walk(p.node) if isinstance(n, ast.Name)} | set(dir(builtins)))
+
+    return Namer(
+        {n.id for n in ast.walk(p.node) if isinstance(n, ast.Name)} | set(dir(builtins))
+    )
 
 
 def run_desugar(src: str) -> str:
@@ -36,14 +43,16 @@ def expect(got: str, want: str) -> None:
 
 
 def test_desugar_early_return_in_loop():
-    expect(run_desugar("""
+    expect(
+        run_desugar("""
         def f(x):
             for i in range(5):
                 if x > 10:
                     return x
                 x = x * 2
             return x
-    """), """
+    """),
+        """
         def f(x):
             result = None
             returned = False
@@ -58,11 +67,13 @@ def test_desugar_early_return_in_loop():
             if not returned:
                 result = x
             return result
-    """)
+    """,
+    )
 
 
 def test_desugar_break_and_continue_flags():
-    expect(run_desugar("""
+    expect(
+        run_desugar("""
         def f(x):
             while x < 10:
                 if x == 3:
@@ -71,7 +82,8 @@ def test_desugar_break_and_continue_flags():
                     break
                 x = x + 1
             return x
-    """), """
+    """),
+        """
         def f(x):
             stop = False
             while x < 10:
@@ -86,28 +98,34 @@ def test_desugar_break_and_continue_flags():
                 if stop:
                     break
             return x
-    """)
+    """,
+    )
 
 
 def test_desugar_leaves_a_single_final_return_alone():
-    expect(run_desugar("""
+    expect(
+        run_desugar("""
         def f(x):
             y = x * 2
             return y
-    """), """
+    """),
+        """
         def f(x):
             y = x * 2
             return y
-    """)
+    """,
+    )
 
 
 def test_normalize_flattens_and_renames():
-    expect(run_normalize("""
+    expect(
+        run_normalize("""
         def f(x, W):
             h = np.tanh(W @ x + 1.0)
             h = h * 2
             return np.sum(h)
-    """), """
+    """),
+        """
         def f(x, W):
             matmul = W @ x
             add = matmul + 1.0
@@ -115,17 +133,20 @@ def test_normalize_flattens_and_renames():
             h_1 = h * 2
             out = np.sum(h_1)
             return out
-    """)
+    """,
+    )
 
 
 def test_normalize_loop_over_rows_and_augassign():
-    expect(run_normalize("""
+    expect(
+        run_normalize("""
         def f(X):
             s = 0.0
             for row in X:
                 s += row
             return s
-    """), """
+    """),
+        """
         def f(X):
             s = 0.0
             len_1 = len(X)
@@ -135,15 +156,18 @@ def test_normalize_loop_over_rows_and_augassign():
                 add = s + row
                 s = add
             return s
-    """)
+    """,
+    )
 
 
 def test_normalize_ternary_becomes_branch():
-    expect(run_normalize("""
+    expect(
+        run_normalize("""
         def f(x):
             y = x * 2 if x > 0 else -x
             return y
-    """), """
+    """),
+        """
         def f(x):
             cond = x > 0
             if cond:
@@ -151,4 +175,5 @@ def test_normalize_ternary_becomes_branch():
             else:
                 y = -x
             return y
-    """)
+    """,
+    )
