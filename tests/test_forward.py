@@ -292,3 +292,18 @@ def test_readme_forward_excerpt_is_current():
     emitted = f_jvp.source.splitlines()
     for line in code.strip().splitlines():
         assert line in emitted, line
+
+
+def test_a_user_tangent_rule_is_used_and_checkable():
+    from s2sad.runtime import tangents
+
+    @tangents.tangent(fc.SQUARE)
+    def jvp_square(t, ans, x):
+        return 2.0 * x * t
+
+    x, t = RNG.normal(size=4), RNG.normal(size=4)
+    np.testing.assert_allclose(tangents.pushforward(fc.SQUARE, 0, t, x), 2 * x * t)
+    f_jvp = s2sad.jvp(fc.square_all)
+    _, tangent = f_jvp(x, t)
+    np.testing.assert_allclose(tangent, np.sum(3 * x * x * t))
+    assert "t_x * (2.0 * x)" not in f_jvp.source and "2.0 * x * t_x" in f_jvp.source
