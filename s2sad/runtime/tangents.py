@@ -166,10 +166,9 @@ def _adjoint_of(primal: Any) -> Callable:
 
 
 def registry_error(primal: Any) -> Exception:
-    from s2sad.errors import RuleError
-
-    return RuleError(
-        f"{registry.display_name(primal)} has no adjoint rule to derive from"
+    """(The runtime imports nothing from the compiler side, s2sad.errors included.)"""
+    return LookupError(
+        f"{registry.display_name(primal)} has no adjoint or tangent rule"
     )
 
 
