@@ -48,7 +48,9 @@ class GradientFunction:
         # plain positional parameters only: calls with all of them skip Signature.bind
         self._simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         self._last = None
-        functools.update_wrapper(self, fun)
+        # updated=(): copying fun.__dict__ would overwrite this object's own state
+        # when fun is itself a wrapper object
+        functools.update_wrapper(self, fun, updated=())
 
     @property
     def _argnums(self) -> tuple[int, ...]:
@@ -229,6 +231,12 @@ def _decorator(with_value: bool):
             from s2sad.forward import grad_of_gradient
 
             return grad_of_gradient(fun, argnums, with_value)
+        if type(fun).__module__ == "s2sad.forward":
+            raise TypeError(
+                f"grad of a {type(fun).__name__} (made by s2sad.jvp, hvp, hessian or "
+                "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "
+                "s2sad.hessian(f) or s2sad.grad(s2sad.grad(f))"
+            )
         return GradientFunction(fun, argnums, with_value, optimize)
 
     return make

@@ -44,7 +44,7 @@ files; their other imports are NumPy and s2sad.runtime only.
 # -- commands -------------------------------------------------------------------------
 def cmd_compile(args: argparse.Namespace) -> int:
     module = import_model(args.file)
-    targets = select(module, args.function, args.argnums)
+    targets = select(module, args.function, args.argnums, args.mode)
     out_dir = Path(args.output)
     files = [out_dir / n for n in output_names(module, targets)]
     sources = compile_all(targets)
@@ -95,6 +95,7 @@ def _compile_args(args: argparse.Namespace) -> list[str]:
     out = [args.file]
     out += [f"--function {n}" for n in args.function]
     out += [f"--argnums {args.argnums}"] if args.argnums is not None else []
+    out += [f"--mode {args.mode}"] if args.mode != "grad" else []
     return out + [f"-o {args.output}"]
 
 
@@ -119,7 +120,9 @@ def write_if_changed(path: Path, text: str) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     file, name = split_target(args.target)
     module = import_model(file)
-    sources = compile_all(select(module, [name] if name else [], args.argnums))
+    sources = compile_all(
+        select(module, [name] if name else [], args.argnums, args.mode)
+    )
     text = "\n\n".join(sources)
     sys.stdout.write(highlight(text, args.color))
     return 0
@@ -269,6 +272,14 @@ def _add_compile(commands) -> None:
         help="output folder (default: generated)",
     )
     p.add_argument(
+        "--mode",
+        choices=("grad", "jvp"),
+        default="grad",
+        help="grad: reverse mode, <function>_value_and_grad (default); jvp: forward "
+        "mode, <function>_jvp(*args, *tangents) -> (value, tangent), written to "
+        "<module>_<function>_jvp.py",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="write nothing; exit 1 listing the files that are missing or differ "
@@ -292,6 +303,12 @@ def _add_show(commands) -> None:
         metavar="SPEC",
         help="arguments to differentiate, by position or name (default: the "
         "decorator's, else 0)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("grad", "jvp"),
+        default="grad",
+        help="grad: the reverse-mode gradient (default); jvp: the forward-mode module",
     )
     p.add_argument(
         "--color",

@@ -39,6 +39,7 @@ class Target:
     fun: Callable
     argnums: tuple[int, ...]
     options: Any  # pipeline.Options
+    mode: str = "grad"  # "grad" (reverse mode) or "jvp" (forward mode)
 
 
 # -- importing the user's file ------------------------------------------------------
@@ -131,7 +132,7 @@ def import_failure(exc: BaseException, path: Path) -> str:
 
 # -- choosing and compiling functions -----------------------------------------------
 def select(
-    module: ModuleType, names: Sequence[str], argnums: str | None
+    module: ModuleType, names: Sequence[str], argnums: str | None, mode: str = "grad"
 ) -> list[Target]:
     """The functions to compile: those named, else every decorated one defined here."""
     from s2sad.api import GradientFunction
@@ -157,7 +158,7 @@ def select(
     for attr, obj in found:
         if id(obj) not in seen:
             seen.add(id(obj))
-            targets.append(_target(attr, obj, argnums, where))
+            targets.append(dataclasses.replace(_target(attr, obj, argnums, where), mode=mode))
     return targets
 
 
@@ -227,9 +228,15 @@ def emit(target: Target) -> str:
     from s2sad.transforms.emit import BINDINGS_TAG
 
     try:
-        source, _ = pipeline.compile_function(
-            target.fun, target.argnums, target.options
-        )
+        if target.mode == "jvp":
+            from s2sad.transforms import forward
+
+            options = forward.ForwardOptions(standalone=True)
+            source, _ = forward.compile_function(target.fun, target.argnums, options)
+        else:
+            source, _ = pipeline.compile_function(
+                target.fun, target.argnums, target.options
+            )
     except LocatedError as exc:
         problems = [
             dataclasses.replace(p, filename=display(p.filename)) for p in exc.problems
@@ -264,11 +271,12 @@ def _kind(origin: list | None) -> str:
 
 
 def output_names(module: ModuleType, targets: list[Target]) -> list[str]:
-    """``<module>_<function>_grad.py`` per target (the attribute name if two clash)."""
+    """``<module>_<function>_grad.py`` (``_jvp.py`` in forward mode) per target; the
+    attribute name is used instead of the function's if two clash."""
     stem = module.__name__.replace(".", "_")
-    names = [f"{stem}_{t.fun.__name__}_grad.py" for t in targets]
+    names = [f"{stem}_{t.fun.__name__}_{t.mode}.py" for t in targets]
     names = [
-        f"{stem}_{t.attr}_grad.py" if names.count(n) > 1 else n
+        f"{stem}_{t.attr}_{t.mode}.py" if names.count(n) > 1 else n
         for n, t in zip(names, targets)
     ]
     if len(set(names)) != len(names):

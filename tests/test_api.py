@@ -174,3 +174,8 @@ def test_emitted_source_is_deterministic(tmp_path):
     src1, _ = pipeline.compile_function(loss, (0,))
     src2, _ = pipeline.compile_function(loss, (0,))
     assert src1 == src2
+
+
+def test_grad_of_a_forward_mode_function_says_what_to_use():
+    with pytest.raises(TypeError, match="s2sad.hvp"):
+        s2sad.grad(s2sad.jvp(loss))

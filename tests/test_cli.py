@@ -426,3 +426,34 @@ def test_demo_falls_back_to_synthetic_data_with_a_clear_message(
     assert len(losses) == 2 and losses[1] < losses[0]
     accuracy = float(re.search(r"test accuracy ([\d.]+)%", lines[-1]).group(1))
     assert accuracy > 80.0
+
+
+# -- forward mode -----------------------------------------------------------------------
+def test_compile_mode_jvp_writes_a_forward_module_that_computes_the_jvp(work):
+    proc = run(work, "compile", "model.py", "-f", "loss", "--mode", "jvp", "-o", "fwd")
+    assert proc.stdout.split() == [str(Path("fwd") / "model_loss_jvp.py")]
+    text = (work / "fwd" / "model_loss_jvp.py").read_text()
+    assert "def loss_jvp(x, b, t_x):" in text and "# tangent of:" in text
+    assert run(work, "compile", "model.py", "-f", "loss", "--mode", "jvp", "-o", "fwd",
+               "--check").returncode == 0
+    code = (
+        "import sys; sys.path[:0] = ['fwd', '.']\n"
+        "import json, numpy as np\n"
+        "from model_loss_jvp import loss_jvp\n"
+        "x = np.arange(6.0).reshape(2, 3) / 10; b = np.array([0.1, -0.2])\n"
+        "t = np.linspace(-1, 1, 6).reshape(2, 3)\n"
+        "value, tangent = loss_jvp(x, b, t)\n"
+        "print(json.dumps([float(value), float(tangent)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    value, tangent = json.loads(out.stdout)
+    ns: dict = {}
+    exec((work / "model.py").read_text().replace("@s2sad.grad\n", ""), ns)
+    x = np.arange(6.0).reshape(2, 3) / 10
+    b = np.array([0.1, -0.2])
+    t = np.linspace(-1, 1, 6).reshape(2, 3)
+    eps = 1e-6
+    numeric = (ns["loss"](x + eps * t, b) - ns["loss"](x - eps * t, b)) / (2 * eps)
+    assert value == pytest.approx(ns["loss"](x, b), rel=1e-12)
+    assert tangent == pytest.approx(numeric, rel=1e-6)
