@@ -147,10 +147,15 @@ def _rename_helpers(module, tree: ast.Module) -> None:
 
 
 def _restore_comments(text: str, comments: list[str]) -> str:
+    """Marker strings -> ``# comment`` lines (a marker opening a body unparses as a
+    docstring, hence the two quote styles)."""
+
     def repl(m: re.Match) -> str:
         return f"{m.group(1)}# {comments[int(m.group(2))]}"
 
-    return re.sub(r"^( *)'S2SAD_COMMENT_(\d+)'$", repl, text, flags=re.M)
+    return re.sub(
+        r"^( *)(?:'|\"\"\")S2SAD_COMMENT_(\d+)(?:'|\"\"\")$", repl, text, flags=re.M
+    )
 
 
 def source_hash(fn: Any) -> str:

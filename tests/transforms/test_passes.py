@@ -177,3 +177,12 @@ def test_normalize_ternary_becomes_branch():
             return y
     """,
     )
+
+
+def test_comment_markers_become_comments_even_where_they_open_a_body():
+    from s2sad.transforms.emit import _restore_comments
+
+    text = "def f():\n    \"\"\"S2SAD_COMMENT_0\"\"\"\n    x = 1\n    'S2SAD_COMMENT_1'"
+    assert _restore_comments(text, ["grad of: a", "grad of: b"]) == (
+        "def f():\n    # grad of: a\n    x = 1\n    # grad of: b"
+    )
