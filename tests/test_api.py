@@ -179,3 +179,29 @@ def test_emitted_source_is_deterministic(tmp_path):
 def test_grad_of_a_forward_mode_function_says_what_to_use():
     with pytest.raises(TypeError, match="s2sad.hvp"):
         s2sad.grad(s2sad.jvp(loss))
+
+
+def test_two_threads_calling_one_gradient_function():
+    """Emitted code keeps no shared state: concurrent calls give each caller its own answer."""
+    import threading
+
+    gf = s2sad.value_and_grad(loss)
+    rng = np.random.default_rng(0)
+    inputs = [(rng.normal(size=3), rng.normal(size=(4, 3))) for _ in range(8)]
+    expected = [gf(w, x) for w, x in inputs]
+    results: dict[int, list] = {0: [], 1: []}
+
+    def work(k):
+        for _ in range(25):
+            results[k].append([gf(w, x) for w, x in inputs])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in (0, 1):
+        for run in results[k]:
+            for (v, g), (v0, g0) in zip(run, expected):
+                assert v == v0
+                np.testing.assert_array_equal(g, g0)
