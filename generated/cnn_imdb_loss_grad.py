@@ -20,8 +20,7 @@ def loss_value_and_grad(params, ids, y, g_out=1.0):
     out = nn.binary_cross_entropy_with_logits(logits_1, y)
     # grad of: return nn.binary_cross_entropy_with_logits(logits(params, ids), y)
     g_logits_1 = d_binary_cross_entropy_with_logits(g_out, out, logits_1, y)[0]
-    ct_params, _ = logits_backward(g_logits_1, saved_logits)
-    g_params = ct_params
+    g_params, _ = logits_backward(g_logits_1, saved_logits)
     return (out, (finalize(g_params, params),))
 
 

@@ -12,8 +12,7 @@ def loss_relu_value_and_grad(params, x, y, g_out=1.0):
     out = nn.softmax_cross_entropy(logits_relu_1, y)
     # grad of: return nn.softmax_cross_entropy(logits_relu(params, x), y)
     g_logits_relu_1 = d_softmax_cross_entropy(g_out, out, logits_relu_1, y)[0]
-    ct_params, _ = logits_relu_backward(g_logits_relu_1, saved_logits_relu)
-    g_params = ct_params
+    g_params, _ = logits_relu_backward(g_logits_relu_1, saved_logits_relu)
     return (out, (finalize(g_params, params),))
 
 

@@ -13,8 +13,7 @@ def loss_tanh_value_and_grad(params, x, y, g_out=1.0):
     out = nn.softmax_cross_entropy(logits_tanh_1, y)
     # grad of: return nn.softmax_cross_entropy(logits_tanh(params, x), y)
     g_logits_tanh_1 = d_softmax_cross_entropy(g_out, out, logits_tanh_1, y)[0]
-    ct_params, _ = logits_tanh_backward(g_logits_tanh_1, saved_logits_tanh)
-    g_params = ct_params
+    g_params, _ = logits_tanh_backward(g_logits_tanh_1, saved_logits_tanh)
     return (out, (finalize(g_params, params),))
 
 

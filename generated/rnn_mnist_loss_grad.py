@@ -15,8 +15,7 @@ def loss_value_and_grad(params, x, y, g_out=1.0):
     out = nn.softmax_cross_entropy(logits_1, y)
     # grad of: return nn.softmax_cross_entropy(logits(params, x), y)
     g_logits_1 = d_softmax_cross_entropy(g_out, out, logits_1, y)[0]
-    ct_params, _ = logits_backward(g_logits_1, saved_logits)
-    g_params = ct_params
+    g_params, _ = logits_backward(g_logits_1, saved_logits)
     return (out, (finalize(g_params, params),))
 
 
@@ -142,8 +141,7 @@ def logits_backward(g_out, saved):
         add_1 = tape.pop()
         g_h = None
         if g_matmul_1 is not None:
-            ct_h, ct_params_item_2 = d_matmul(g_matmul_1, matmul_1, h, params_item_2)
-            g_h = ct_h
+            g_h, ct_params_item_2 = d_matmul(g_matmul_1, matmul_1, h, params_item_2)
             g_params_item_2 = accumulate(g_params_item_2, ct_params_item_2)
         g_matmul_1 = None
         matmul_1 = tape.pop()

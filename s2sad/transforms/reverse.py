@@ -354,9 +354,8 @@ class FunctionReverser:
             func=fn_ref, args=[gx, ans, *args], keywords=keywords
         )
         n = len(args)
-        if (
-            len(wanted) == 1
-        ):  # every rule returns at least one cotangent per named parameter
+        if len(wanted) == 1:
+            # every rule returns at least one cotangent per named parameter
             if wanted[0] >= _named_params(rule.adjoint):
                 rule_call = call(self.helper("pad"), rule_call, const(n))
             exprs: list = [None] * n
@@ -366,25 +365,7 @@ class FunctionReverser:
             return exprs
         if n > _named_params(rule.adjoint):
             rule_call = call(self.helper("pad"), rule_call, const(n))
-        direct = (
-            not rule.broadcasts
-            and len({args[i].id for i in wanted}) == len(wanted)
-            and all(self.state.get(self.g(args[i].id), NONE) == NONE for i in wanted)
-        )
-        if direct:  # nothing accumulated yet: unpack straight into the cotangent names
-            cts = [self.g(a.id) if i in wanted else "_" for i, a in enumerate(args)]
-            self.direct_assigned = {i: self.g(args[i].id) for i in wanted}
-        else:
-            cts = [
-                (
-                    self.fc.namer.fresh(
-                        "ct_" + (a.id.lstrip("_") if isinstance(a, ast.Name) else "arg")
-                    )
-                    if i in wanted
-                    else "_"
-                )
-                for i, a in enumerate(args)
-            ]
+        cts, self.direct_assigned = self._unpack_names(args, wanted, rule.broadcasts)
         target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
         if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
             target.elts.append(
@@ -392,6 +373,25 @@ class FunctionReverser:
             )
         out.append(ast.Assign(targets=[target], value=rule_call, type_comment=None))
         return [name(c) if c != "_" else None for c in cts]
+
+    def _unpack_names(self, args, wanted, broadcasts: bool) -> tuple[list[str], dict]:
+        """Names to unpack a cotangent tuple into: straight into ``g_x`` where nothing
+        has accumulated yet, else a ``ct_x`` temporary to accumulate from."""
+        names = [args[i].id for i in wanted]
+        cts, direct = [], {}
+        for i, a in enumerate(args):
+            if i not in wanted:
+                cts.append("_")
+            elif (
+                not broadcasts
+                and names.count(a.id) == 1
+                and self.state.get(self.g(a.id), NONE) == NONE
+            ):
+                cts.append(self.g(a.id))
+                direct[i] = self.g(a.id)
+            else:
+                cts.append(self.fc.namer.fresh("ct_" + a.id.lstrip("_")))
+        return cts, direct
 
     # .................................................................. calls
     def forward_call(self, v: ast.Call, x: str | None, in_loop: bool, fwd=None):
@@ -434,18 +434,14 @@ class FunctionReverser:
             bcall = ast.Call(
                 func=name(bwd_name), args=[name(self.g(x)), name(saved)], keywords=[]
             )
-            cts = [
-                (
-                    self.fc.namer.fresh("ct_" + a.id.lstrip("_"))
-                    if isinstance(a, ast.Name) and self.needs(a)
-                    else "_"
-                )
-                for a in v.args
-            ]
+            wanted = [i for i, a in enumerate(v.args) if self.needs(a)]
+            cts, direct = self._unpack_names(v.args, wanted, broadcasts=False)
             target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
             out.append(ast.Assign(targets=[target], value=bcall, type_comment=None))
-            for a, c in zip(v.args, cts):
-                if c != "_":
+            for i, (a, c) in enumerate(zip(v.args, cts)):
+                if i in direct:
+                    self.state[c] = MAYBE  # a callee's cotangent may be None
+                elif c != "_":
                     self.accumulate(a.id, name(c), out, definite=False)
             return out
 

@@ -34,8 +34,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0):
         h = tape.pop()
         g_h = None
         if g_cell_1 is not None:
-            ct_h, ct_xs_item, ct_W = cell_backward(g_cell_1, saved_cell)
-            g_h = ct_h
+            g_h, ct_xs_item, ct_W = cell_backward(g_cell_1, saved_cell)
             g_xs_item = accumulate(g_xs_item, ct_xs_item)
             g_W = accumulate(g_W, ct_W)
         g_cell_1 = None

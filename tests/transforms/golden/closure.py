@@ -13,9 +13,7 @@ def closure_reads_local_value_and_grad(x, g_out=1.0):
     result_1 = np.sum(f_1)
     # grad of: return np.sum(f(x))
     g_f_1 = d_sum(g_out, result_1, f_1)[0]
-    ct_x, ct_w = f_backward(g_f_1, saved_f)
-    g_x = ct_x
-    g_w = ct_w
+    g_x, g_w = f_backward(g_f_1, saved_f)
     # grad of: w = x * 2
     if g_w is not None:
         g_x = accumulate(g_x, unbroadcast(g_w * 2, x))

@@ -47,9 +47,8 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0):
         xs_item = tape.pop()
         g_h = None
         if g_matmul is not None:
-            ct_W, ct_h = d_matmul(g_matmul, matmul, W, h)
+            ct_W, g_h = d_matmul(g_matmul, matmul, W, h)
             g_W = accumulate(g_W, ct_W)
-            g_h = ct_h
         g_matmul = None
         matmul = tape.pop()
     # grad of: h = h0

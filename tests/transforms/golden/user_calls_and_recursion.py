@@ -6,8 +6,7 @@ from s2sad.runtime.support import accumulate, finalize, unbroadcast
 def recursion_value_and_grad(x, g_out=1.0):
     out, saved_power_rec = power_rec_forward(x, 4)
     # grad of: return power_rec(x, 4)
-    ct_x, _ = power_rec_backward(g_out, saved_power_rec)
-    g_x = ct_x
+    g_x, _ = power_rec_backward(g_out, saved_power_rec)
     return (out, (finalize(g_x, x),))
 
 
