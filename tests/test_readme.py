@@ -33,3 +33,10 @@ def test_readme_golden_excerpt_is_current():
     for line in code.strip().splitlines():
         if line.strip() != "...":
             assert line in golden, line
+
+
+def test_readme_corpus_size_is_current():
+    from tests.corpus.test_corpus import CASES
+
+    m = re.search(r"has (\d+) small functions", README)
+    assert m and int(m.group(1)) == len(CASES)
