@@ -139,3 +139,11 @@ def test_augmented_assignment_seen_through_an_alias_is_refused():
     err = compile_error(bad.augassign_through_alias, np.ones(3))
     assert isinstance(err, errors.AliasingError)
     assert err.line == line_of(bad.augassign_through_alias, "np.sum(x * k2)")
+
+
+def test_callee_chosen_at_run_time_is_refused_with_a_reason():
+    err = compile_error(bad.callee_chosen_at_run_time, np.ones(3))
+    assert isinstance(err, errors.MissingRuleError)
+    assert err.line == line_of(bad.callee_chosen_at_run_time, "f(x)")
+    assert "cannot tell which function 'f' is" in str(err)
+    assert "module-level name" in str(err)

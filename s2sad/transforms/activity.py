@@ -281,7 +281,11 @@ def _missing_message(call: ast.Call, info: CallInfo) -> str:
 def _missing_hint(info: CallInfo) -> str:
     obj = info.target
     if obj is None:
-        return "call a module-level function directly by name"
+        return (
+            "s2sad resolves every callee when it compiles, and this one is chosen at "
+            "run time (taken from a list, a dict or an argument); call the function "
+            "or object by its module-level name instead"
+        )
     short = getattr(obj, "__name__", "fn")
     return (
         f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
