@@ -95,9 +95,11 @@ class GradientFunction:
                 entry = self._compiled.get(sig)
                 if entry is None:
                     argnums = self._argnums
-                    from s2sad import cache, pipeline
+                    from s2sad import cache
 
                     def compile_source():
+                        from s2sad import pipeline  # the compiler: only on a cache miss
+
                         return pipeline.compile_function(
                             self.fun, argnums, self.options, tuple(values)
                         )

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from pathlib import Path
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def adjoint(
     def register(rule_fn: Callable) -> Callable:
         _changed()
         for primal in primals:
+            _user_entry("adjoint", primal, rule_fn, f"{broadcasts}{argnum}")
             rule = Rule(primal, rule_fn, broadcasts, display_name(primal))
             if argnum is None:
                 _RULES[_key(primal)] = rule
@@ -112,18 +116,21 @@ def nondifferentiable(*primals: Any) -> None:
     """Declare that ``primals`` have zero gradient (integer, boolean or shape results)."""
     _changed()
     for primal in primals:
+        _user_entry("nondifferentiable", primal)
         _RULES[_key(primal)] = Rule(primal, None, False, display_name(primal))
 
 
 def method_alias(method_name: str, function: Any) -> None:
     """``x.<method_name>(*a, **k)`` behaves like ``function(x, *a, **k)`` for rules."""
     _changed()
+    _user_entry("method", function, extra=method_name)
     _METHODS[method_name] = function
 
 
 def attribute_alias(attr_name: str, function: Any) -> None:
     """``x.<attr_name>`` behaves like ``function(x)`` (e.g. ``T`` -> ``np.transpose``)."""
     _changed()
+    _user_entry("attribute", function, extra=attr_name)
     _ATTRIBUTES[attr_name] = function
 
 
@@ -165,46 +172,62 @@ def all_attributes() -> dict[str, Any]:
 
 
 def fingerprint() -> str:
-    """A hash of every rule's name and source; part of every cache key."""
-    _ensure_loaded()
+    """A hash of every rule's name and source; part of every cache key.
+
+    The built-in rules are fixed by the runtime's own files (and the NumPy version,
+    which some registrations depend on), so those bytes stand for them without
+    importing any rule module: a cache hit stays fast.  Rules users register are
+    hashed from their source.
+    """
     if _FINGERPRINT:
         return _FINGERPRINT[0]
-    h = hashlib.sha256()
-    # Built-in rules: the bytes of the runtime's own files (fast); rules registered
-    # elsewhere (users' custom rules): their source.
+    h = hashlib.sha256(np.__version__.encode())
     here = Path(__file__).parent
     for path in sorted(here.glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    partial = [(r.name, i, r) for (_, i), r in _PARTIAL.items()]
-    for name, extra, rule in [(r.name, "", r) for r in all_rules()] + sorted(
-        partial, key=lambda t: (t[0], t[1])
-    ):
-        h.update(f"{name}{extra}{'B' if rule.broadcasts else '-'}".encode())
-        fn = rule.adjoint
-        if fn is not None and not (getattr(fn, "__module__", "") or "").startswith(
-            __package__
-        ):
-            try:
-                h.update(inspect.getsource(fn).encode())
-            except (OSError, TypeError):
-                h.update(repr(fn).encode())
-    for name, fn in sorted(_METHODS.items()):
-        h.update(f"{name}={display_name(fn)}".encode())
-    for name, fn in sorted(_ATTRIBUTES.items()):
-        h.update(f"{name}:{display_name(fn)}".encode())
+    for entry in sorted(_USER_ENTRIES):
+        h.update(entry.encode())
     _FINGERPRINT.append(h.hexdigest()[:16])
     return _FINGERPRINT[0]
 
 
+def _registering_module() -> str:
+    """Name of the module that called into the registry (the first frame outside it)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
+def _user_entry(kind: str, primal: Any, fn: Any = None, extra: str = "") -> None:
+    """Remember a registration made outside the built-in rule modules (for the key)."""
+    if _LOADING or _registering_module().startswith(__package__ + "."):
+        return  # a built-in rule: its module's bytes are already in the fingerprint
+    _ensure_loaded()  # built-ins first, so they never overwrite a user's rule
+    source = ""
+    if fn is not None:
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = repr(fn)
+    _USER_ENTRIES.append(f"{kind}|{display_name(primal)}|{extra}|{source}")
+
+
 _LOADED = False
+_LOADING = False  # True while the built-in rule modules register themselves
+_USER_ENTRIES: list[str] = []
 
 
 def _ensure_loaded() -> None:
     """Import the built-in rule modules (they register themselves on import)."""
-    global _LOADED
+    global _LOADED, _LOADING
     if not _LOADED:
         _LOADED = True
-        from s2sad.runtime import load_builtin_rules
+        _LOADING = True
+        try:
+            from s2sad.runtime import load_builtin_rules
 
-        load_builtin_rules()
+            load_builtin_rules()
+        finally:
+            _LOADING = False

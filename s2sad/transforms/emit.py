@@ -24,8 +24,6 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-import black
-
 VERSION = "0.1.0"
 CONTENT_TAG = "# s2sad-content-sha256: "
 BINDINGS_TAG = "# s2sad-bindings: "
@@ -48,6 +46,8 @@ def run(module, header: Header) -> str:
     ast.fix_missing_locations(body)
     text = ast.unparse(body)
     text = _restore_comments(text, module.comments)
+    import black  # only when formatting: loading a cached module needs no black
+
     text = black.format_str(text, mode=black.Mode(line_length=88))
     origins = {alias: module.origins.get(alias) for alias in injected}
     return _header(header, origins) + text
