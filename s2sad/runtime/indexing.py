@@ -52,14 +52,15 @@ def scatter(g: Any, x: Any, idx: Any) -> np.ndarray:
     if _is_basic(idx):
         ct[idx] = g
     elif isinstance(idx, (list, np.ndarray)) and ct.ndim >= 1:
+        # rows gathered by an integer array (an embedding lookup): add each row's
+        # cotangent at flat positions, one unbuffered ufunc.at over the touched rows
         rows = np.asarray(idx).ravel() % ct.shape[0]
         flat = np.reshape(
             np.broadcast_to(g, np.shape(idx) + ct.shape[1:]), (rows.size, -1)
         )
         width = flat.shape[1]
-        cols = rows[:, None] * width + np.arange(width)
-        sums = np.bincount(cols.ravel(), flat.ravel(), minlength=ct.size)
-        ct = sums.reshape(ct.shape).astype(ct.dtype, copy=False)
+        positions = (rows[:, None] * width + np.arange(width)).ravel()
+        np.add.at(ct.reshape(-1), positions, flat.ravel().astype(ct.dtype, copy=False))
     else:
         np.add.at(ct, idx, g)
     return ct
