@@ -20,7 +20,31 @@ from s2sad.options import Options
 # so a module that merely decorates functions runs with NumPy alone.
 
 
-class GradientFunction:
+class CompiledModule:
+    """``.source`` and ``.path`` of the module a transform emitted; subclasses keep
+    their last compiled entry, ``(function, path, source)``, in ``self._last``."""
+
+    _last: tuple | None = None
+
+    @property
+    def source(self) -> str:
+        """The emitted module's code."""
+        return self._entry_part(2)
+
+    @property
+    def path(self) -> str:
+        """The file the emitted module lives in."""
+        return str(self._entry_part(1))
+
+    def _entry_part(self, i: int):
+        if self._last is None:
+            raise RuntimeError(
+                "not compiled yet: call the function (or .compile) first"
+            )
+        return self._last[i]
+
+
+class GradientFunction(CompiledModule):
     """The callable returned by :func:`grad` / :func:`value_and_grad`.
 
     ``.source`` is the emitted module's code and ``.path`` its file; both are
@@ -122,22 +146,6 @@ class GradientFunction:
         """Compile (or load) for these example arguments without running the gradient."""
         self._module(self._bind(args, kwargs))
         return self
-
-    @property
-    def source(self) -> str:
-        if self._last is None:
-            raise RuntimeError(
-                "not compiled yet: call the gradient function (or .compile) first"
-            )
-        return self._last[2]
-
-    @property
-    def path(self) -> str:
-        if self._last is None:
-            raise RuntimeError(
-                "not compiled yet: call the gradient function (or .compile) first"
-            )
-        return str(self._last[1])
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):

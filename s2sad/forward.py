@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from s2sad import cache, pipeline
+from s2sad.api import CompiledModule
 from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
 from s2sad.runtime import support
 from s2sad.transforms import forward
@@ -182,7 +183,7 @@ def _first_function(module: Any) -> Callable:
 # ---------------------------------------------------------------- jvp
 
 
-class JvpFunction:
+class JvpFunction(CompiledModule):
     """The callable returned by :func:`jvp`: ``f_jvp(*args, tangents) -> (value, tangent)``.
 
     ``tangents`` has the structure of the argument selected by ``argnums`` (a
@@ -252,22 +253,6 @@ class JvpFunction:
         """Compile (or load) for these primal arguments without running anything."""
         self._entry(self._bind(args))
         return self
-
-    @property
-    def source(self) -> str:
-        if self._last is None:
-            raise RuntimeError(
-                "not compiled yet: call the function (or .compile) first"
-            )
-        return self._last[2]
-
-    @property
-    def path(self) -> str:
-        if self._last is None:
-            raise RuntimeError(
-                "not compiled yet: call the function (or .compile) first"
-            )
-        return str(self._last[1])
 
     @property
     def call_signature(self) -> inspect.Signature:

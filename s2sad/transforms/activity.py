@@ -114,12 +114,25 @@ def _names(e: ast.expr) -> list[str]:
 def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
     """Compute activity for ``node`` differentiated with respect to ``wrt``."""
     stmts = list(simple_statements(node.body))
+    act = solve(node, wrt, [_flow(s) for s in stmts], useful_needs_active=True)
+    _check(stmts, act, node, source)
+    return act
+
+
+def solve(
+    node: ast.FunctionDef,
+    wrt: list[str],
+    flows: list[tuple[str | None, list[str]]],
+    useful_needs_active: bool,
+) -> Activity:
+    """The two fixpoints over ``(target, operands)`` flows: forward from ``wrt``
+    (active), backward from the returned name (useful).  Forward mode passes
+    ``useful_needs_active=False``: there a value is useful whatever its activity."""
     act = Activity(active=set(wrt))
     changed = True
     while changed:
         changed = False
-        for s in stmts:
-            target, ops = _flow(s)
+        for target, ops in flows:
             if (
                 target
                 and target not in act.active
@@ -133,14 +146,14 @@ def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
     changed = True
     while changed:
         changed = False
-        for s in stmts:
-            target, ops = _flow(s)
-            if target in act.useful and target in act.active:
-                for o in ops:
-                    if o not in act.useful:
-                        act.useful.add(o)
-                        changed = True
-    _check(stmts, act, node, source)
+        for target, ops in flows:
+            if target in act.useful and (
+                target in act.active or not useful_needs_active
+            ):
+                new = set(ops) - act.useful
+                if new:
+                    act.useful |= new
+                    changed = True
     return act
 
 

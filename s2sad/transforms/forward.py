@@ -354,29 +354,5 @@ def _activity(
 ) -> activity.Activity:
     """Names that depend on ``wrt`` and names that reach the returned value."""
     stmts = list(activity.simple_statements(node.body))
-    act = activity.Activity(active=set(wrt))
     flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
-    changed = True
-    while changed:
-        changed = False
-        for target, ops in flows:
-            if (
-                target
-                and target not in act.active
-                and any(o in act.active for o in ops)
-            ):
-                act.active.add(target)
-                changed = True
-    ret = node.body[-1]
-    if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Name):
-        act.useful.add(ret.value.id)
-    changed = True
-    while changed:
-        changed = False
-        for target, ops in flows:
-            if target in act.useful:
-                new = set(ops) - act.useful
-                if new:
-                    act.useful |= new
-                    changed = True
-    return act
+    return activity.solve(node, wrt, flows, useful_needs_active=False)
