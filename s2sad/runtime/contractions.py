@@ -7,6 +7,29 @@ helper, :func:`einsum_grads`, which differentiates an einsum by contracting the
 output cotangent with the other operands.  ``einsum`` rules support explicit and
 implicit outputs, ellipses (with broadcasting), repeated indices (diagonals)
 and indices summed within one operand.
+
+Output buffers (``into``)
+-------------------------
+The hottest rules (here ``matmul``; in other modules ``getitem``, ``mean``,
+``max``, ``reshape``, ``softmax_cross_entropy``, ``maxpool1d``) take a
+keyword-only ``into=None``, so that generated code can hand them preallocated
+cotangent buffers and a training step allocates nothing activation-sized:
+
+* ``into=None`` (the default) changes nothing: the results are the usual ones.
+* Otherwise ``into`` is a tuple, possibly shorter than the rule's result (a
+  missing entry is None).  Entry i is None or an array with exactly the shape
+  and dtype of cotangent i for these inputs, writeable, C-contiguous, and
+  sharing memory neither with ``g`` nor with any argument (the caller recorded
+  the shapes from an earlier call on same-shaped inputs).
+* The rule then writes cotangent i into that buffer and returns the buffer
+  object itself as element i.  Where it cannot (other dtypes, broadcast
+  batches, sparse or container cotangents), it ignores the buffer and returns
+  what it returns without one; it never writes into a buffer it does not return.
+* A buffer that does not fit (shape, dtype, layout) is ignored
+  (:func:`~s2sad.runtime.reductions.into_buffer`).
+* Results may differ from the bufferless ones in the last bits only where the
+  buffer lets a product be summed in a different order (one matrix product
+  instead of a batch of products summed afterwards).
 """
 
 from __future__ import annotations
@@ -15,50 +38,117 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from s2sad.runtime.reductions import like
+from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import unbroadcast
 
 # ---------------------------------------------------------------- matmul and dot
 
 
-def _matmul_general(g: Any, x: np.ndarray, y: np.ndarray) -> tuple:
-    """matmul cotangents for 1-d operands and broadcast batches."""
-    x2 = x[None, :] if x.ndim == 1 else x
-    y2 = y[:, None] if y.ndim == 1 else y
+def _as_matrices(g: Any, x: np.ndarray, y: np.ndarray) -> tuple:
+    """``(g, x, y)`` with 1-d operands read as a row (x) or a column (y) matrix."""
     g2 = np.asarray(g)
     if y.ndim == 1:
         g2 = g2[..., None]
     if x.ndim == 1:
         g2 = g2[..., None, :]
-    gx = unbroadcast(g2 @ np.swapaxes(y2, -1, -2), x2)
-    gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2)
-    return (like(np.reshape(gx, x.shape), x), like(np.reshape(gy, y.shape), y))
+    return g2, (x[None, :] if x.ndim == 1 else x), (y[:, None] if y.ndim == 1 else y)
+
+
+def _matmul_general(g: Any, x: np.ndarray, y: np.ndarray, into: Any = None) -> tuple:
+    """matmul cotangents for 1-d operands and broadcast batches (into buffers if given)."""
+    g2, x2, y2 = _as_matrices(g, x, y)
+    return (
+        _product(g2, _mT(y2), x, x2, _matmul_buffer(into, 0, x, y, g2)),
+        _product(_mT(x2), g2, y, y2, _matmul_buffer(into, 1, y, x, g2)),
+    )
+
+
+def _product(a: Any, b: Any, x: np.ndarray, x2: np.ndarray, buf: Any) -> Any:
+    """``a @ b`` summed down to the operand ``x`` (seen as the matrix ``x2``).
+
+    With a buffer (already checked to have x's shape and the common dtype) the
+    result is written into it, where that needs no temporary of its size.
+    """
+    if buf is not None:
+        out = buf.reshape(x2.shape)  # a view: buf is C-contiguous
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if batch == x2.shape[:-2]:
+            np.matmul(a, b, out=out)  # no batch to sum over
+            return buf
+        if x2.ndim == 2:
+            if not _merged_product(a, b, out):
+                # a batch of small products (batch x operand size), summed into buf
+                np.sum(a @ b, axis=tuple(range(len(batch))), out=out)
+            return buf
+    return like(np.reshape(unbroadcast(a @ b, x2), x.shape), x)
+
+
+def _merged_product(a: Any, b: Any, out: np.ndarray) -> bool:
+    """Sum over the batch of ``a[i] @ b[i]`` as one 2-d product, if no copy is needed.
+
+    The batch is folded into the contracted axis (the rows of all ``b[i]``
+    stacked, and likewise the columns of all ``a[i]``).  False when a reshape
+    would copy: a strided slice, a broadcast batch, a 2-d operand.
+    """
+    if a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
+        return False
+    try:
+        a_cols = np.reshape(_mT(a), (-1, a.shape[-2]), copy=False)
+        b_rows = np.reshape(b, (-1, b.shape[-1]), copy=False)
+    except ValueError:
+        return False
+    np.matmul(a_cols.T, b_rows, out=out)
+    return True
+
+
+def _matmul_buffer(into: Any, i: int, x: np.ndarray, other: Any, g: Any) -> Any:
+    """``into[i]`` when the operands and g share x's float dtype (no casts needed)."""
+    dtype = x.dtype
+    if into is None or dtype.kind != "f" or other.dtype != dtype:
+        return None
+    if g.dtype != dtype:
+        return None
+    return into_buffer(into, i, x.shape, dtype)
+
+
+def _fast(g: Any, x: np.ndarray, y: np.ndarray, into: Any) -> bool:
+    """True for the bufferless 2-d x 2-d case of a single dtype."""
+    return (
+        into is None
+        and x.ndim == 2
+        and y.ndim == 2
+        and x.dtype == y.dtype == np.result_type(g)
+    )
 
 
 @adjoint(np.matmul, np.linalg.matmul)
-def d_matmul(g, ans, x, y):
+def d_matmul(g, ans, x, y, *, into=None):
     """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
     x, y = np.asarray(x), np.asarray(y)
-    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.result_type(g):
+    if _fast(g, x, y, into):
         return (g @ y.T, x.T @ g)
-    return _matmul_general(g, x, y)
+    return _matmul_general(g, x, y, into)
 
 
 @adjoint(np.matmul, np.linalg.matmul, argnum=0)
-def d_matmul_lhs(g, ans, x, y):
+def d_matmul_lhs(g, ans, x, y, *, into=None):
     """Only the left operand's cotangent: g @ y.T (no work for the right one)."""
-    if np.ndim(x) == 2 and np.ndim(y) == 2 and x.dtype == y.dtype == np.result_type(g):
+    x, y = np.asarray(x), np.asarray(y)
+    if _fast(g, x, y, into):
         return (g @ y.T,)
-    return (d_matmul(g, ans, x, y)[0],)
+    g2, x2, y2 = _as_matrices(g, x, y)
+    return (_product(g2, _mT(y2), x, x2, _matmul_buffer(into, 0, x, y, g2)),)
 
 
 @adjoint(np.matmul, np.linalg.matmul, argnum=1)
-def d_matmul_rhs(g, ans, x, y):
+def d_matmul_rhs(g, ans, x, y, *, into=None):
     """Only the right operand's cotangent: x.T @ g."""
-    if np.ndim(x) == 2 and np.ndim(y) == 2 and x.dtype == y.dtype == np.result_type(g):
+    x, y = np.asarray(x), np.asarray(y)
+    if _fast(g, x, y, into):
         return (x.T @ g,)
-    return (d_matmul(g, ans, x, y)[1],)
+    g2, x2, y2 = _as_matrices(g, x, y)
+    return (_product(_mT(x2), g2, y, y2, _matmul_buffer(into, 0, y, x, g2)),)
 
 
 @adjoint(np.dot)

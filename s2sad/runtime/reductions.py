@@ -82,6 +82,34 @@ def from_last(y: np.ndarray, shape: tuple, axes: tuple[int, ...]) -> np.ndarray:
     return np.moveaxis(moved, tuple(range(len(shape) - k, len(shape))), axes)
 
 
+def into_buffer(into: Any, i: int, shape: tuple, dtype: Any) -> np.ndarray | None:
+    """Entry ``i`` of a rule's ``into`` tuple when it can hold the result, else None.
+
+    See :mod:`s2sad.runtime.contractions` for the ``into`` protocol.  A buffer
+    whose shape, dtype or layout does not fit (a None entry, a short tuple, a
+    stale buffer) is treated as absent, so it can never cause a wrong value.
+    """
+    if into is None or i >= len(into):
+        return None
+    buf = into[i]
+    if (
+        type(buf) is np.ndarray
+        and buf.shape == tuple(shape)
+        and buf.dtype == dtype
+        and buf.flags.c_contiguous
+        and buf.flags.writeable
+    ):
+        return buf
+    return None
+
+
+def _float_out(x: Any, into: Any) -> np.ndarray | None:
+    """``into[0]`` for a float ndarray ``x`` whose cotangent has x's shape and dtype."""
+    if into is None or type(x) is not np.ndarray or x.dtype.kind != "f":
+        return None
+    return into_buffer(into, 0, x.shape, x.dtype)
+
+
 def _no_where(kwargs: dict, name: str) -> None:
     """Be loud about ``where=`` masks that a rule does not implement."""
     if "where" in kwargs:
@@ -107,12 +135,30 @@ def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
 
 
 @adjoint(np.mean)
-def d_mean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def d_mean(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, into=None, **kwargs
+):
+    """g / n broadcast back (a read-only view, or written into ``into[0]``)."""
+    buf = _float_out(x, into)
+    if buf is not None:
+        return (_mean_into(buf, g, x, axis, keepdims, kwargs.get("where")),)
     if "where" in kwargs:
         where = np.broadcast_to(kwargs["where"], np.shape(x))
         n = np.sum(where, axis=axis, keepdims=True)
         return (like(np.where(where, expand(g, x, axis, keepdims) / n, 0), x),)
     return (like(spread(g / count(x, axis), x, axis, keepdims), x),)
+
+
+def _mean_into(buf: np.ndarray, g: Any, x: Any, axis: Any, keepdims: bool, where: Any):
+    """d_mean's cotangent written into ``buf`` (same values as without a buffer)."""
+    if where is None:
+        np.copyto(buf, spread(g / count(x, axis), x, axis, keepdims), "same_kind")
+        return buf
+    where = np.broadcast_to(where, np.shape(x))
+    n = np.sum(where, axis=axis, keepdims=True)
+    buf.fill(0)
+    np.copyto(buf, expand(g, x, axis, keepdims) / n, "same_kind", where=where)
+    return buf
 
 
 @adjoint(np.nansum)
@@ -160,11 +206,30 @@ def _along(ndim: int, axis: int) -> tuple[int, ...]:
 
 
 @adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
-def d_max(g, ans, x, axis=None, out=None, keepdims=False, **kwargs):
+def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs):
     """Ties split the cotangent equally among the tied entries."""
     full = expand(ans, x, axis, keepdims)
+    buf = _float_out(x, into)
+    if buf is not None:
+        return (_max_into(buf, g, x, full, axis, keepdims, kwargs.get("where")),)
     share = _mask_share(x, full, axis, kwargs.get("where", True))
     return (like(expand(g, x, axis, keepdims) * share, x),)
+
+
+def _max_into(buf, g, x, full, axis, keepdims, where) -> np.ndarray:
+    """d_max's cotangent built in ``buf``: the tie mask, then times g / ties.
+
+    Only reduced-size arrays are allocated; the values equal the bufferless ones
+    (the per-output factor is formed in the same dtype before the one cast).
+    """
+    np.equal(x, full, out=buf)
+    if where is not None:
+        np.multiply(buf, where, out=buf)
+    ties = np.sum(buf, axis=axis, keepdims=True, dtype=np.intp)
+    factor = expand(g, x, axis, keepdims) * (1 / np.maximum(ties, 1))
+    # cast the small factor first: buf holds 0 and 1, so the products are the same
+    np.multiply(buf, np.asarray(factor).astype(buf.dtype, copy=False), out=buf)
+    return buf
 
 
 @adjoint(np.ptp)
