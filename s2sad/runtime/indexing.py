@@ -13,6 +13,10 @@ The compiler maps every ``x[idx]`` to ``operator.getitem(x, idx)``:
 
 ``np.take``, ``np.take_along_axis``, ``np.compress``, ``np.extract`` and the
 ``item()`` method scatter the same way.
+
+``d_getitem`` accepts ``into=(buffer,)`` (the protocol is described in
+:mod:`s2sad.runtime.contractions`): for an array ``x`` the zeros are the buffer,
+cleared and scattered into; container cotangents ignore it.
 """
 
 from __future__ import annotations
@@ -22,19 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime.reductions import like
+from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 
 # ---------------------------------------------------------------- helpers
 
 
-def _float_zeros(x: Any) -> np.ndarray:
-    """Zeros shaped like ``x`` in its float dtype (float64 for other dtypes)."""
+def _float_dtype(x: Any) -> np.dtype:
+    """``x``'s dtype if it is a float dtype, else float64 (the cotangent's dtype)."""
     dtype = getattr(x, "dtype", None)
-    return np.zeros(
-        np.shape(x),
-        dtype=dtype if dtype is not None and dtype.kind == "f" else np.float64,
-    )
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _float_zeros(x: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """Zeros shaped like ``x`` in its float dtype: ``out`` cleared, or a new array."""
+    if out is not None:
+        out.fill(0)
+        return out
+    return np.zeros(np.shape(x), dtype=_float_dtype(x))
 
 
 def _is_basic(idx: Any) -> bool:
@@ -46,24 +55,45 @@ def _is_basic(idx: Any) -> bool:
     return True
 
 
-def scatter(g: Any, x: Any, idx: Any) -> np.ndarray:
-    """Zeros like ``x`` plus ``g`` accumulated at ``x[idx]``."""
-    ct = _float_zeros(x)
+#: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
+_CHUNK = 1 << 16
+
+
+def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """Zeros like ``x`` plus ``g`` accumulated at ``x[idx]`` (built in ``out`` if given).
+
+    ``out`` must have x's shape and float dtype; it is overwritten and returned.
+    """
+    ct = _float_zeros(x, out)
     if _is_basic(idx):
         ct[idx] = g
     elif isinstance(idx, (list, np.ndarray)) and ct.ndim >= 1:
-        # rows gathered by an integer array (an embedding lookup): add each row's
-        # cotangent at flat positions, one unbuffered ufunc.at over the touched rows
-        rows = np.asarray(idx).ravel() % ct.shape[0]
-        flat = np.reshape(
-            np.broadcast_to(g, np.shape(idx) + ct.shape[1:]), (rows.size, -1)
-        )
-        width = flat.shape[1]
-        positions = (rows[:, None] * width + np.arange(width)).ravel()
-        np.add.at(ct.reshape(-1), positions, flat.ravel().astype(ct.dtype, copy=False))
+        _scatter_rows(ct, np.asarray(idx), g)
     else:
         np.add.at(ct, idx, g)
     return ct
+
+
+def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
+    """``ct[idx] += g`` with repeats accumulated, for an integer array ``idx``.
+
+    Rows gathered by an integer array (an embedding lookup): each row's
+    cotangent is added at flat positions by an unbuffered ``np.add.at``, in
+    chunks, so the position array stays small (smaller chunks cost more calls).
+    """
+    rows = idx.ravel() % ct.shape[0]
+    flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
+    width = flat.shape[1]
+    columns = np.arange(width)
+    step = max(1, _CHUNK // max(width, 1))
+    positions = np.empty((min(step, rows.size), width), dtype=np.intp)
+    target = ct.reshape(-1)  # a view: ct is C-contiguous
+    for start in range(0, rows.size, step):
+        chunk = rows[start : start + step]
+        where = positions[: chunk.size]
+        np.add(chunk[:, None] * width, columns, out=where)
+        values = flat[start : start + step].ravel()
+        np.add.at(target, where.ravel(), values.astype(ct.dtype, copy=False))
 
 
 def _container_ct(g: Any, x: Any, idx: Any) -> Any:
@@ -82,10 +112,12 @@ def _container_ct(g: Any, x: Any, idx: Any) -> Any:
 
 
 @adjoint(operator.getitem)
-def d_getitem(g, ans, x, idx):
+def d_getitem(g, ans, x, idx, *, into=None):
+    """Scatter ``g`` into zeros like ``x`` (into ``into[0]`` when given)."""
     if isinstance(x, (list, tuple, dict)):
         return (_container_ct(g, x, idx), None)
-    return (scatter(g, x, idx), None)
+    buf = None if into is None else into_buffer(into, 0, np.shape(x), _float_dtype(x))
+    return (scatter(g, x, idx, buf), None)
 
 
 # ---------------------------------------------------------------- take and friends

@@ -32,6 +32,8 @@ Layouts and conventions
   ``binary_cross_entropy_with_logits`` takes float targets of the logits' shape.
 * Rules never modify ``g`` or the primal arguments; cotangents have the dtype of
   the primal whenever ``g`` has it (float32 in, float32 out).
+* ``d_softmax_cross_entropy`` and ``d_maxpool1d`` accept ``into=(buffer,)`` for
+  the first cotangent (protocol: :mod:`s2sad.runtime.contractions`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.sparse import RowSparse, coalesce
 
@@ -153,10 +156,14 @@ def _offset(x: np.ndarray, j: int, k: int) -> np.ndarray:
     return x[..., j : (x.shape[-1] // k) * k : k]
 
 
-def _pool_windows(x: np.ndarray, k: int) -> np.ndarray:
-    """``(..., L // k, k)`` view of x's non-overlapping windows (remainder dropped)."""
+def _pool_windows(x: np.ndarray, k: int, writeable: bool = False) -> np.ndarray:
+    """``(..., L // k, k)`` view of x's non-overlapping windows (remainder dropped).
+
+    The windows never overlap, so a ``writeable`` view is safe to write through.
+    """
     n = x.shape[-1] // k
-    return sliding_window_view(x[..., : n * k], k, axis=-1)[..., ::k, :]
+    windows = sliding_window_view(x[..., : n * k], k, axis=-1, writeable=writeable)
+    return windows[..., ::k, :]
 
 
 def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
@@ -175,16 +182,28 @@ def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def maxpool1d_grad(g: np.ndarray, x: np.ndarray, k: int, ans: np.ndarray) -> np.ndarray:
-    """Route each window's cotangent to its first maximal element; zeros elsewhere."""
+def maxpool1d_grad(
+    g: np.ndarray,
+    x: np.ndarray,
+    k: int,
+    ans: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Route each window's cotangent to its first maximal element; zeros elsewhere.
+
+    ``out`` (x's shape, dtype ``result_type(g, x)``) receives the result if given.
+    """
     x = np.asarray(x)
     k = _check_pool(x, k)
-    gx = np.zeros(x.shape, dtype=np.result_type(g, x))
+    if out is None:
+        gx = np.zeros(x.shape, dtype=np.result_type(g, x))
+    else:
+        gx = out
+        gx.fill(0)
     if k > _FEW_OFFSETS:
         first = _pool_windows(x, k).argmax(axis=-1)  # the first max on ties
-        slots = np.zeros((*first.shape, k), dtype=gx.dtype)
-        np.put_along_axis(slots, first[..., None], g[..., None], axis=-1)
-        gx[..., : first.shape[-1] * k] = slots.reshape(*x.shape[:-1], -1)
+        windows = _pool_windows(gx, k, writeable=True)
+        np.put_along_axis(windows, first[..., None], np.asarray(g)[..., None], axis=-1)
         return gx
     free = np.ones(np.shape(ans), dtype=bool)  # windows whose max is not found yet
     for j in range(k):
@@ -196,8 +215,12 @@ def maxpool1d_grad(g: np.ndarray, x: np.ndarray, k: int, ans: np.ndarray) -> np.
 
 
 @adjoint(maxpool1d)
-def d_maxpool1d(g, ans, x, k):
-    return (maxpool1d_grad(g, x, k, ans), None)
+def d_maxpool1d(g, ans, x, k, *, into=None):
+    """The x cotangent (into ``into[0]`` when it fits), None for the window size."""
+    buf = None
+    if into is not None and isinstance(x, np.ndarray):
+        buf = into_buffer(into, 0, x.shape, np.result_type(g, x))
+    return (maxpool1d_grad(g, x, k, ans, buf), None)
 
 
 # -- embedding ------------------------------------------------------------------
@@ -321,11 +344,14 @@ def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating
 
 
 def softmax_cross_entropy_grad(
-    g: float, logits: np.ndarray, labels: np.ndarray
+    g: float, logits: np.ndarray, labels: np.ndarray, out: np.ndarray | None = None
 ) -> np.ndarray:
-    """``(softmax(logits) - one_hot(labels)) * g / examples``."""
+    """``(softmax(logits) - one_hot(labels)) * g / examples`` (built in ``out`` if given).
+
+    ``out`` must have the shape and dtype of ``softmax(logits)``.
+    """
     labels = np.asarray(labels)
-    p = softmax(logits)
+    p = softmax(logits) if out is None else _softmax_into(logits, out)
     np.put_along_axis(
         p, labels[..., None], np.take_along_axis(p, labels[..., None], -1) - 1, -1
     )
@@ -333,9 +359,21 @@ def softmax_cross_entropy_grad(
     return p
 
 
+def _softmax_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """:func:`softmax` over the last axis computed in ``out`` (the same operations)."""
+    np.subtract(x, np.max(x, axis=-1, keepdims=True), out=out)
+    np.exp(out, out=out)
+    out /= out.sum(axis=-1, keepdims=True)
+    return out
+
+
 @adjoint(softmax_cross_entropy)
-def d_softmax_cross_entropy(g, ans, logits, labels):
-    return (softmax_cross_entropy_grad(g, logits, labels), None)
+def d_softmax_cross_entropy(g, ans, logits, labels, *, into=None):
+    """The logits' cotangent (into ``into[0]`` for float logits), None for labels."""
+    buf = None
+    if into is not None and isinstance(logits, np.ndarray) and logits.dtype.kind == "f":
+        buf = into_buffer(into, 0, logits.shape, logits.dtype)
+    return (softmax_cross_entropy_grad(g, logits, labels, buf), None)
 
 
 def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from s2sad.runtime.reductions import like
+from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import (
     adjoint,
     attribute_alias,
@@ -66,8 +66,34 @@ def _joined(g: Any, arrays: Sequence, views: Sequence, axis: int) -> list:
 
 
 @adjoint(np.reshape)
-def d_reshape(g, ans, x, *shape, **kwargs):
-    return (like(np.reshape(g, np.shape(x), order=_order(shape[1:], kwargs)), x),)
+def d_reshape(g, ans, x, *shape, into=None, **kwargs):
+    """g read in x's shape: a view of g when possible.
+
+    ``into[0]`` (protocol: :mod:`s2sad.runtime.contractions`) is used only where
+    the bufferless rule would allocate: a C-order reshape that must copy ``g``
+    (a transposed or broadcast g) or that casts it to x's dtype.
+    """
+    order = _order(shape[1:], kwargs)
+    buf = _reshape_buffer(g, x, order, into)
+    if buf is not None:
+        np.copyto(buf.reshape(np.shape(g)), g, casting="same_kind")
+        return (buf,)
+    return (like(np.reshape(g, np.shape(x), order=order), x),)
+
+
+def _reshape_buffer(g: Any, x: Any, order: str, into: Any) -> np.ndarray | None:
+    """``into[0]`` when reshaping g to x's float ndarray would copy or cast, else None."""
+    if into is None or order != "C" or type(x) is not np.ndarray:
+        return None
+    if x.dtype.kind != "f" or type(g) is not np.ndarray or g.dtype.kind != "f":
+        return None
+    if g.dtype == x.dtype:
+        try:
+            np.reshape(g, x.shape, copy=False)
+            return None  # a view of g costs nothing
+        except ValueError:
+            pass
+    return into_buffer(into, 0, x.shape, x.dtype)
 
 
 @adjoint(np.ravel)
