@@ -89,27 +89,23 @@ class GradientFunction(CompiledModule):
         return list(bound.arguments.values())
 
     def _type_signature(self, values: list[Any]) -> str:
+        """What changes the emitted code: unusual argument types (their methods are
+        inlined), which arguments are ints/bools/strings (sizes and flags the
+        workspace pass treats as fixed), and whether any argument holds arrays."""
         parts = []
+        arrays = False
         for v in values:
-            if not isinstance(
-                v,
-                (
-                    np.ndarray,
-                    np.generic,
-                    float,
-                    int,
-                    bool,
-                    list,
-                    tuple,
-                    dict,
-                    type(None),
-                    str,
-                ),
-            ):
-                parts.append(f"{type(v).__module__}.{type(v).__qualname__}")
-            else:
+            t = type(v)
+            if t is np.ndarray or t is list or t is tuple or t is dict:
+                arrays = True
                 parts.append("-")
-        return ",".join(parts)
+            elif t is int or t is bool or t is str:
+                parts.append("i")
+            elif isinstance(v, (np.generic, float, int, type(None))):
+                parts.append("-")
+            else:
+                parts.append(f"{t.__module__}.{t.__qualname__}")
+        return ",".join(parts) + ("" if arrays else ";scalar")
 
     def _module(self, values: list[Any]):
         sig = self._type_signature(values)
@@ -137,10 +133,15 @@ class GradientFunction(CompiledModule):
                         if n.endswith("_value_and_grad")
                         and callable(getattr(module, n))
                     )
-                    entry = (fn, path, source)
+                    pool = None
+                    if "ws" in inspect.signature(fn).parameters:
+                        from s2sad.runtime.workspace import Pool
+
+                        pool = Pool(fn, source)
+                    entry = (fn, path, source, pool)
                     self._compiled[sig] = entry
         self._last = entry
-        return entry[0]
+        return entry
 
     def compile(self, *args, **kwargs) -> "GradientFunction":
         """Compile (or load) for these example arguments without running the gradient."""
@@ -162,7 +163,11 @@ class GradientFunction(CompiledModule):
                 _check_differentiable(
                     v, self._names[i], i
                 )  # the slow path: pytrees, errors
-        value, grads = self._module(values)(*values)
+        fn, _, _, pool = self._module(values)
+        if pool is None:
+            value, grads = fn(*values)
+        else:
+            value, grads = self._with_workspace(pool, values, out)
         if not (type(value) is float or np.size(value) == 1) or isinstance(
             value, (tuple, list, dict)
         ):
@@ -178,6 +183,42 @@ class GradientFunction(CompiledModule):
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
         return (value, grads) if self.with_value else grads
+
+
+    def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
+        """Run the emitted function with preallocated buffers for these shapes.
+
+        ``out=`` arrays go to the function (its ``finalize`` writes into them); the
+        value is copied when it is a workspace buffer, so callers never hold one.
+        """
+        from s2sad.runtime.workspace import shape_key
+
+        results = None
+        if out is not None:
+            results = out if isinstance(self.argnums, tuple) else (out,)
+            if not isinstance(results, tuple) or len(results) != len(self._argnums):
+                results = None
+        if _has_bool_array(values):
+            return pool.fn(*values)  # a mask's shape depends on its values
+        (value, grads), ws = pool.call(shape_key(values), values, results)
+        if ws is not None and ws.owns(value):
+            value = value.copy()
+        return value, grads
+
+
+def _has_bool_array(values: list) -> bool:
+    for v in values:
+        t = type(v)
+        if t is np.ndarray:
+            if v.dtype.kind == "b":
+                return True
+        elif t is dict:
+            if _has_bool_array(list(v.values())):
+                return True
+        elif t is list or t is tuple:
+            if _has_bool_array(v):
+                return True
+    return False
 
 
 def _check_differentiable(value: Any, name: str, index: int, path: str = "") -> None:
@@ -218,7 +259,8 @@ def _write_into(out: Any, grads: Any) -> Any:
     if isinstance(out, tuple):
         return tuple(_write_into(o, g) for o, g in zip(out, grads))
     if isinstance(out, np.ndarray):
-        np.copyto(out, grads)
+        if grads is not out:  # the emitted code may have written it already
+            np.copyto(out, grads)
         return out
     raise TypeError("out= must hold NumPy arrays where the gradients are arrays")
 

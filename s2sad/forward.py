@@ -14,6 +14,8 @@ function in forward mode.  Compilation is lazy and cached like ``grad``'s.
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import inspect
 import threading
@@ -126,7 +128,9 @@ def _plain_target(fun: Callable, argnums: tuple[int, ...], values: list) -> _Tar
 def _gradient_target(gf: Any, argnums: tuple[int, ...], values: list) -> _Target:
     """The emitted ``<f>_value_and_grad`` of a ``grad``/``value_and_grad`` object."""
     inner = _argnums_tuple(gf.argnums)
-    fn = reverse_function(gf.fun, inner, gf.options, values)
+    # the plain form: forward mode transforms this module, buffers and all
+    options = dataclasses.replace(gf.options, workspace=False)
+    fn = reverse_function(gf.fun, inner, options, values)
 
     def output(result: Any) -> Any:
         value, grads = result
@@ -474,7 +478,9 @@ class JacobianFunction:
     def _reverse(self, args: tuple, nums: tuple, xs: list) -> tuple:
         """One vector-Jacobian product per output entry, seeding the gradient module."""
         values = list(inspect.signature(self.fun).bind(*args).args)
-        fn = reverse_function(self.fun, nums, pipeline.Options(), values)
+        fn = reverse_function(
+            self.fun, nums, pipeline.Options(workspace=False), values
+        )
         value = fn(*values)[0]
         if isinstance(value, (list, tuple, dict)):
             raise NonScalarOutputError("jacobian needs a float or array output")

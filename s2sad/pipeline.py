@@ -26,6 +26,7 @@ from s2sad.transforms import (
     normalize,
     optimize,
     parse,
+    workspace,
     validate,
 )
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name, stores
@@ -56,6 +57,9 @@ HELPERS = (
     "copy_item",
     "restore_item",
     "pad",
+    "take_rows",
+    "zeros",
+    "NO_WORKSPACE",
 )
 
 
@@ -430,7 +434,7 @@ def _top_level(
         vararg=None,
         kwarg=None,
     )
-    return ast.FunctionDef(
+    fn = ast.FunctionDef(
         name=fn_name,
         args=args,
         body=body,
@@ -439,6 +443,10 @@ def _top_level(
         type_comment=None,
         type_params=[],
     )
+    if module.options.optimize and module.options.workspace:
+        examples = getattr(fc.parsed, "example_args", {}) or {}
+        workspace.run(fn, module, fc.namer, examples)
+    return fn
 
 
 def _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name):

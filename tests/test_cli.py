@@ -88,7 +88,7 @@ def test_compile_writes_one_module_per_decorated_function_and_prints_paths(work)
     assert (
         "from model import W" in loss
     )  # standalone: the global is imported, not bound
-    assert "def loss_value_and_grad(x, b, g_out=1.0):" in loss
+    assert "def loss_value_and_grad(x, b, g_out=1.0, ws=NO_WORKSPACE):" in loss
     assert "wrt (u, v)." in (work / "generated" / "model_energy_grad.py").read_text()
     assert not (work / "generated" / "model_plain_grad.py").exists()
 

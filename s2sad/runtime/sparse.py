@@ -60,9 +60,12 @@ class RowSparse:
             f"shape={self.shape}, dtype={self.dtype})"
         )
 
-    def to_dense(self) -> np.ndarray:
-        """The dense array this stands for (a fresh array)."""
-        out = np.zeros(self.shape, dtype=self.dtype)
+    def to_dense(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The dense array this stands for (a fresh array, or written into ``out``)."""
+        if out is None or out.shape != self.shape:
+            out = np.zeros(self.shape, dtype=self.dtype)
+        else:
+            out.fill(0)
         out[self.rows] = self.values
         return out
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.workspace import NO_WORKSPACE
+
 __all__ = [
     "unbroadcast",
     "add",
@@ -28,14 +30,20 @@ __all__ = [
     "without_item",
     "item_of",
     "ones_like_output",
+    "accumulate",
+    "take_rows",
+    "zeros",
+    "NO_WORKSPACE",
 ]
 
 
-def unbroadcast(g: Any, like: Any) -> Any:
+def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
     """Sum ``g`` down to the shape of ``like``, undoing NumPy broadcasting.
 
     Also casts to ``like``'s floating dtype, so float32 primals get float32
-    cotangents even when a float64 constant took part in the operation.
+    cotangents even when a float64 constant took part in the operation.  When a
+    sum is needed and ``out`` (a workspace buffer of the result's shape and dtype)
+    is given, the sum is written there.
     """
     if g is None:
         return None
@@ -45,6 +53,8 @@ def unbroadcast(g: Any, like: Any) -> Any:
             return g
         if tg is np.ndarray and g.shape == like.shape and g.dtype == like.dtype:
             return g
+        if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
+            return _sum_into(g, like, out)
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise ValueError(
@@ -70,6 +80,22 @@ def unbroadcast(g: Any, like: Any) -> Any:
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
         g = np.asarray(g).astype(dtype)
     return g
+
+
+def _sum_into(g: np.ndarray, like: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """unbroadcast of an array into ``out`` (which has like's shape and dtype)."""
+    extra = g.ndim - like.ndim
+    tail = g.shape[extra:]
+    if out.shape != like.shape or not out.flags.c_contiguous or any(
+        n != k and n != 1 for n, k in zip(like.shape, tail)
+    ):
+        return unbroadcast(g, like)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(like.shape) if n == 1 and tail[i] != 1
+    )
+    reduced = tuple(n for i, n in enumerate(g.shape) if i not in axes)
+    np.sum(g, axis=axes, out=out.reshape(reduced))  # a view: out is contiguous
+    return out
 
 
 def add(a: Any, b: Any) -> Any:
@@ -108,11 +134,15 @@ def zeros_like(x: Any) -> Any:
     return 0.0
 
 
-def finalize(g: Any, x: Any) -> Any:
+def finalize(g: Any, x: Any, out: Any = None) -> Any:
     """Shape cotangent ``g`` like the argument ``x``: same structure, shape, dtype.
 
     Returned arrays never alias ``g``'s buffers, so the caller may keep them.
+    ``out`` (the caller's ``out=`` arrays, same structure as ``x``) receives the
+    result instead of a new array where it is an array of x's shape and dtype.
     """
+    if out is not None and _into_ok(out, x):
+        return _finalize_into(g, x, out)
     if g is None:
         return zeros_like(x)
     if type(x) is float and type(g) in (float, np.float64):
@@ -127,15 +157,64 @@ def finalize(g: Any, x: Any) -> Any:
             return dense
         g = dense
     if isinstance(x, dict):
-        return {k: finalize(g.get(k), v) for k, v in x.items()}
+        outs = out if isinstance(out, dict) else {}
+        return {k: finalize(g.get(k), v, outs.get(k)) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(finalize(gi, xi) for gi, xi in zip(g, x))
+        outs = out if isinstance(out, (list, tuple)) and len(out) == len(x) else None
+        return type(x)(
+            finalize(gi, xi, outs[i] if outs else None)
+            for i, (gi, xi) in enumerate(zip(g, x))
+        )
     if isinstance(x, np.ndarray):
         g = unbroadcast(g, x)
         return np.array(g, dtype=x.dtype if x.dtype.kind in "fc" else float, copy=True)
     if isinstance(x, np.generic):
         return x.dtype.type(np.sum(g))
     return float(np.sum(g))
+
+
+def _into_ok(out: Any, x: Any) -> bool:
+    return (
+        type(out) is np.ndarray
+        and type(x) is np.ndarray
+        and out.shape == x.shape
+        and out.dtype == x.dtype
+        and x.dtype.kind in "fc"
+    )
+
+
+def _finalize_into(g: Any, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """finalize(g, x) written into ``out`` without allocating an array of x's size."""
+    if g is None:
+        out.fill(0)
+    elif hasattr(g, "to_dense"):
+        g.to_dense(out=out) if g.shape == x.shape else np.copyto(out, g.to_dense())
+    elif g is not out:
+        np.copyto(out, unbroadcast(g, x))
+    return out
+
+
+def take_rows(table: Any, ids: Any, out: np.ndarray | None = None) -> Any:
+    """``table[ids]``; an integer-array gather goes into ``out`` when one is given."""
+    if (
+        out is None
+        or type(table) is not np.ndarray
+        or type(ids) is not np.ndarray
+        or ids.dtype.kind not in "iu"
+    ):
+        return table[ids]
+    n = table.shape[0]
+    if ids.size and (ids.min() < -n or ids.max() >= n):
+        return table[ids]  # raises NumPy's IndexError
+    return np.take(table, ids, axis=0, out=out, mode="wrap")  # wrap: no buffering
+
+
+def zeros(shape: Any, dtype: Any = float, out: np.ndarray | None = None) -> Any:
+    """``np.zeros(shape, dtype)``, reusing ``out`` when one is given."""
+    if out is None:
+        return np.zeros(shape, dtype=dtype)
+    out.fill(0)
+    return out
 
 
 def split_last(g_list: Any) -> tuple[Any, Any]:
@@ -215,8 +294,19 @@ def pad(cotangents: tuple, n: int) -> tuple:
     return cotangents + (None,) * (n - len(cotangents))
 
 
-#: the name generated code uses for cotangent accumulation
-accumulate = add
+def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
+    """``add(a, b)`` for generated code; two arrays are summed into ``out`` (a
+    workspace buffer of the sum's shape and dtype) when one is given."""
+    if (
+        out is not None
+        and type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and out.shape == a.shape
+        and out.dtype == a.dtype
+        and _fits(a, b)
+    ):
+        return np.add(a, b, out=out)
+    return add(a, b)
 
 
 # -- in-place updates of cotangents nobody else can see ------------------------------

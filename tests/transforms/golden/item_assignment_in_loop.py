@@ -2,6 +2,7 @@
 # Do not edit: regenerate with s2sad.
 import numpy as np
 from s2sad.runtime.support import (
+    NO_WORKSPACE,
     accumulate,
     copy_item,
     finalize,
@@ -9,18 +10,19 @@ from s2sad.runtime.support import (
     restore_item,
     unbroadcast,
     without_item,
+    zeros,
 )
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.reductions import d_sum
 
 
-def loop_item_assign_value_and_grad(x, g_out=1.0):
+def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
     tape = []
     add = None
     mul = None
     sum_1 = None
     x_item = None
-    y = np.zeros(4)
+    y = zeros(4, out=ws["y"])
     r = range(4)
     for i in r:
         tape.append(x_item)
@@ -30,14 +32,17 @@ def loop_item_assign_value_and_grad(x, g_out=1.0):
         tape.append(sum_1)
         sum_1 = np.sum(y)
         tape.append(add)
-        add = mul + sum_1
+        add = np.add(mul, sum_1, out=ws.take("add"))
         tape.append(copy_item(y, i))
         y[i] = add
-    mul_1 = y * y
+    mul_1 = np.multiply(y, y, out=ws["mul_1"])
     out = np.sum(mul_1)
     # grad of: return np.sum(y * y)
     g_mul_1 = d_sum(g_out, out, mul_1)[0]
-    g_y = unbroadcast(g_mul_1 * y + g_mul_1 * y, y)
+    mul_2 = np.multiply(g_mul_1, y, out=ws["mul_2"])
+    mul_3 = np.multiply(g_mul_1, y, out=ws["mul_3"])
+    add_1 = np.add(mul_2, mul_3, out=ws["add_1"])
+    g_y = unbroadcast(add_1, y, out=ws["g_y"])
     g_add = None
     g_mul = None
     g_sum_1 = None
@@ -46,12 +51,16 @@ def loop_item_assign_value_and_grad(x, g_out=1.0):
     for i in reversed(r):
         # grad of: y[i] = x[i] * 2 + np.sum(y)
         if g_y is not None:
-            g_add = accumulate(g_add, unbroadcast(item_of(g_y, i), add))
+            g_add = accumulate(
+                g_add, unbroadcast(item_of(g_y, i), add), out=ws.take("g_add")
+            )
             g_y = without_item(g_y, i)
         restore_item(y, i, tape.pop())
         if g_add is not None:
-            g_mul = accumulate(g_mul, unbroadcast(g_add, mul))
-            g_sum_1 = accumulate(g_sum_1, unbroadcast(g_add, sum_1))
+            g_mul = accumulate(g_mul, unbroadcast(g_add, mul), out=ws.take("g_mul"))
+            g_sum_1 = accumulate(
+                g_sum_1, unbroadcast(g_add, sum_1), out=ws.take("g_sum_1")
+            )
         g_add = None
         add = tape.pop()
         if g_sum_1 is not None:
@@ -59,11 +68,14 @@ def loop_item_assign_value_and_grad(x, g_out=1.0):
         g_sum_1 = None
         sum_1 = tape.pop()
         if g_mul is not None:
-            g_x_item = accumulate(g_x_item, unbroadcast(g_mul * 2, x_item))
+            g_x_item = accumulate(
+                g_x_item, unbroadcast(g_mul * 2, x_item), out=ws.take("g_x_item")
+            )
         g_mul = None
         mul = tape.pop()
         if g_x_item is not None:
-            g_x = accumulate(g_x, d_getitem(g_x_item, x_item, x, i)[0])
+            ct_x = d_getitem(g_x_item, x_item, x, i, into=(ws.take("ct_x"),))[0]
+            g_x = accumulate(g_x, ct_x, out=ws.take("g_x"))
         g_x_item = None
         x_item = tape.pop()
-    return (out, (finalize(g_x, x),))
+    return (out, (finalize(g_x, x, ws.result(0)),))

@@ -1,0 +1,313 @@
+"""Preallocated buffers for emitted gradient code (``ws`` in the generated source).
+
+With the workspace optimization on, the top-level gradient function takes a
+``ws`` argument and passes buffers to NumPy as ``out=``::
+
+    matmul = np.matmul(x, W1, out=ws["matmul"])       # code that runs once per call
+    h = np.tanh(add_2, out=ws.take("h"))              # inside a loop
+
+``ws["key"]`` is a buffer of the exact shape and dtype that site produced on an
+earlier call with the same argument shapes and dtypes, or ``None`` (then NumPy
+allocates, which is always correct).  ``ws.take("key")`` hands out a buffer of a
+small ring only if nothing refers to it any more (its reference count is the one
+of an unused buffer), so values kept on the tape, in names or in views are never
+overwritten; when every buffer is busy it returns ``None`` and the ring grows
+after the call.
+
+The shapes come from a *recording call*: the first call for a new shape
+signature runs a variant of the emitted function in which every site is wrapped
+as ``ws.keep("key", <call>)`` (built here from the module's source with the
+standard library's ``ast``); :class:`Recorder` notes each site's shape and dtype
+and how many of its results were alive at once.  Sites whose results were not
+arrays, or changed shape or dtype during the call, get no buffer.
+
+The compiler only turns a call into a site when the shape of its result is fixed
+by the argument shapes (no boolean masks, no data-dependent control flow feeding
+it), so a buffer recorded once fits every later call with the same signature.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+#: ring sizes never grow past this (a caller keeping every result would otherwise
+#: make the workspace grow without bound; past it NumPy simply allocates)
+MAX_RING = 64
+
+
+class NoWorkspace(dict):
+    """The default ``ws``: no buffers, so every site allocates as plain NumPy does."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+    def take(self, key: str) -> None:
+        return None
+
+    def result(self, i: int) -> None:
+        return None
+
+
+NO_WORKSPACE = NoWorkspace()
+
+
+def _count(ring: list) -> int:
+    for buf in ring:
+        return sys.getrefcount(buf)
+    return 0
+
+
+#: reference count of a ring buffer nobody else holds, seen from Workspace.take
+_FREE = _count([np.empty(1)])
+
+
+class Workspace(NoWorkspace):
+    """Buffers for one shape signature; used by one call at a time (see the pool)."""
+
+    def __init__(self, layout: "Layout", results: tuple | None = None):
+        super().__init__()
+        self.layout = layout
+        self.rings: dict[str, list] = {}
+        self.misses: dict[str, int] = {}
+        self.results = results
+        self.ids: set[int] = set()
+        for key, spec in layout.fixed.items():
+            self[key] = self._new(spec)
+        for key, (spec, n) in layout.rings.items():
+            self.rings[key] = [self._new(spec) for _ in range(n)]
+        for key in layout.disabled:
+            self[key] = None
+
+    def _new(self, spec: tuple) -> np.ndarray:
+        buf = np.empty(spec[0], dtype=spec[1])
+        self.ids.add(id(buf))
+        return buf
+
+    def take(self, key: str) -> np.ndarray | None:
+        """A free buffer of ``key``'s ring, or ``None`` (then NumPy allocates)."""
+        ring = self.rings.get(key)
+        if ring is None:
+            return None
+        for buf in ring:
+            if sys.getrefcount(buf) <= _FREE:
+                return buf
+        self.misses[key] = self.misses.get(key, 0) + 1
+        return None
+
+    def result(self, i: int) -> Any:
+        """The caller's ``out=`` array(s) for gradient ``i`` (or ``None``)."""
+        return None if self.results is None else self.results[i]
+
+    def grow(self) -> None:
+        """After a call: add the buffers the call lacked (bounded by MAX_RING)."""
+        for key, n in self.misses.items():
+            ring = self.rings[key]
+            spec = self.layout.rings[key][0]
+            for _ in range(min(n, MAX_RING - len(ring))):
+                ring.append(self._new(spec))
+        self.misses.clear()
+
+    def owns(self, a: Any) -> bool:
+        """Whether ``a`` is one of the buffers or a view of one."""
+        if type(a) is not np.ndarray:
+            return False
+        return id(a) in self.ids or (a.base is not None and id(a.base) in self.ids)
+
+
+class Layout:
+    """What a recording call learned: per site, the shape/dtype and ring size."""
+
+    def __init__(self) -> None:
+        self.fixed: dict[str, tuple] = {}
+        self.rings: dict[str, tuple] = {}
+        self.disabled: set[str] = set()
+
+
+class Recorder(NoWorkspace):
+    """The ``ws`` of a recording call: hands out no buffers, notes every result."""
+
+    def __init__(self, results: tuple | None = None):
+        super().__init__()
+        self.results = results
+        self.specs: dict[str, Any] = {}
+        self.alive: dict[str, list] = {}
+        self.need: dict[str, int] = {}
+        self.looped: set[str] = set()
+        self.bad: set[str] = set()
+
+    def take(self, key: str) -> None:
+        self.looped.add(key)
+        return None
+
+    def result(self, i: int) -> Any:
+        return None if self.results is None else self.results[i]
+
+    def keep(self, keys: str | tuple, value: Any) -> Any:
+        """Note ``value`` (a tuple of results when ``keys`` is a tuple); return it."""
+        if isinstance(keys, tuple):
+            parts = value if isinstance(value, tuple) else ()
+            for i, key in enumerate(keys):
+                self._note(key, parts[i] if i < len(parts) else None)
+        else:
+            self._note(keys, value)
+        return value
+
+    def _note(self, key: str, value: Any) -> None:
+        if type(value) is not np.ndarray:
+            self.bad.add(key)
+            return
+        spec = (value.shape, value.dtype)
+        if self.specs.setdefault(key, spec) != spec:
+            self.bad.add(key)
+        alive = [r for r in self.alive.get(key, []) if r() is not None]
+        alive.append(weakref.ref(value))
+        self.alive[key] = alive
+        self.need[key] = max(self.need.get(key, 0), len(alive))
+
+    def layout(self) -> Layout:
+        out = Layout()
+        for key, spec in self.specs.items():
+            if key in self.bad:
+                continue
+            if key in self.looped:
+                out.rings[key] = (spec, min(self.need[key], MAX_RING))
+            else:
+                out.fixed[key] = spec
+        out.disabled = set(self.bad)
+        return out
+
+
+# -- the recording variant of an emitted function ------------------------------------
+
+
+def _site_key(node: ast.expr) -> str | None:
+    """``"k"`` for ``ws["k"]`` or ``ws.take("k")``, else None."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ws"
+        and isinstance(node.slice, ast.Constant)
+    ):
+        return node.slice.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "ws"
+        and node.func.attr == "take"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        return node.args[0].value
+    return None
+
+
+class _WrapSites(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        for kw in node.keywords:
+            if kw.arg == "out" and _site_key(kw.value) is not None:
+                keys: ast.expr = ast.Constant(_site_key(kw.value))
+                break
+            if kw.arg == "into" and isinstance(kw.value, ast.Tuple):
+                found = [_site_key(e) for e in kw.value.elts]
+                if any(k is not None for k in found):
+                    keys = ast.Tuple(
+                        elts=[ast.Constant(k or "") for k in found], ctx=ast.Load()
+                    )
+                    break
+        else:
+            return node
+        keep = ast.Attribute(value=ast.Name("ws", ast.Load()), attr="keep", ctx=ast.Load())
+        return ast.Call(func=keep, args=[keys, node], keywords=[])
+
+
+def recording_variant(fn: Callable, source: str) -> Callable:
+    """``fn`` rebuilt from its module ``source`` with every site wrapped in ws.keep."""
+    tree = ast.parse(source)
+    defs = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__
+    ]
+    if not defs:
+        raise LookupError(f"{fn.__name__} not found in its module's source")
+    module = ast.Module(body=[_WrapSites().visit(defs[0])], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, f"<s2sad recording of {fn.__name__}>", "exec")
+    namespace = dict(fn.__globals__)
+    exec(code, namespace)
+    return namespace[fn.__name__]
+
+
+class Pool:
+    """Workspaces of one gradient function, per shape signature (thread-safe: a
+    call pops a workspace and puts it back, so two threads never share one)."""
+
+    MAX_SIGNATURES = 8
+
+    def __init__(self, fn: Callable, source: str):
+        self.fn = fn
+        self.source = source
+        self._recording: Callable | None = None
+        self.layouts: dict[Any, Layout] = {}
+        self.free: dict[Any, list] = {}
+
+    def call(self, key: Any, args: list, results: tuple | None) -> tuple[Any, Any]:
+        """Run the function with a workspace for ``key``; (result, workspace)."""
+        free = self.free.get(key)
+        if free is None:
+            return self._record(key, args, results)
+        try:
+            ws = free.pop()
+        except IndexError:
+            ws = Workspace(self.layouts[key])
+        ws.results = results
+        try:
+            return self.fn(*args, ws=ws), ws
+        finally:
+            ws.results = None
+            if ws.misses:
+                ws.grow()
+            free.append(ws)
+
+    def _record(self, key: Any, args: list, results: tuple | None):
+        if self._recording is None:
+            self._recording = recording_variant(self.fn, self.source)
+        rec = Recorder(results)
+        value = self._recording(*args, ws=rec)
+        if len(self.layouts) >= self.MAX_SIGNATURES:
+            oldest = next(iter(self.layouts))
+            del self.layouts[oldest]
+            self.free.pop(oldest, None)
+        self.layouts[key] = rec.layout()
+        self.free[key] = [Workspace(self.layouts[key])]
+        return value, None
+
+
+def shape_key(values: list) -> tuple:
+    """What fixes every site's shape: array shapes and dtypes, container layouts,
+    and the values of ints, bools and strings (they may be sizes or flags)."""
+    return tuple(_key(v) for v in values)
+
+
+def _key(v: Any) -> Any:
+    t = type(v)
+    if t is np.ndarray:
+        if v.size <= 1 and v.dtype.kind in "iub":
+            return (v.shape, v.dtype.char, v.tolist())  # may be a size or a bound
+        return (v.shape, v.dtype.char)
+    if t is float or t is complex:
+        return t
+    if t in (int, bool, str) or v is None:
+        return (t, v)
+    if t is dict:
+        return (dict, tuple((k, _key(x)) for k, x in v.items()))
+    if t is list or t is tuple:
+        return (t, tuple(_key(x) for x in v))
+    if isinstance(v, np.generic):
+        return (t, v.item()) if v.dtype.kind in "iub" else (t,)
+    return (t, id(v))
