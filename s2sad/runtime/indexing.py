@@ -56,7 +56,7 @@ def _is_basic(idx: Any) -> bool:
 
 
 #: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
-_CHUNK = 1 << 16
+_CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:

@@ -225,10 +225,16 @@ def _max_into(buf, g, x, full, axis, keepdims, where) -> np.ndarray:
     np.equal(x, full, out=buf)
     if where is not None:
         np.multiply(buf, where, out=buf)
-    ties = np.sum(buf, axis=axis, keepdims=True, dtype=np.intp)
-    factor = expand(g, x, axis, keepdims) * (1 / np.maximum(ties, 1))
-    # cast the small factor first: buf holds 0 and 1, so the products are the same
-    np.multiply(buf, np.asarray(factor).astype(buf.dtype, copy=False), out=buf)
+    # counts of ties are small integers, exact in buf's float dtype; the
+    # per-output factor g / ties is formed in that one reduced-size array
+    ties = np.sum(buf, axis=axis, keepdims=True)
+    np.maximum(ties, 1, out=ties)
+    gx = expand(g, x, axis, keepdims)
+    if np.shape(gx) == ties.shape:
+        np.divide(gx, ties, out=ties)
+    else:
+        ties = gx / ties
+    np.multiply(buf, ties, out=buf)
     return buf
 
 

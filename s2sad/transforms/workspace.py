@@ -159,6 +159,8 @@ class Sites:
                 return self._some_known(v.func.value)
             if self._helper(v) == "unbroadcast":
                 return self._some_known(v.args[0])
+            if self._helper(v) == "accumulate":  # one of them, or their sum
+                return all(self._some_known(a) for a in v.args)
             return False
         if isinstance(v, ast.Subscript):
             return self._rule_of(v.value) is not None or self._some_known(v.value)
