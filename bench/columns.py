@@ -129,6 +129,29 @@ class S2SAD(Column):
         return f"s2sad {self.s2sad.__version__}"
 
 
+class S2SADOut(S2SAD):
+    """s2sad writing the gradients into caller-owned arrays: ``vg(*args, out=g)``,
+    the way a training loop that keeps its gradient buffers calls it."""
+
+    name, label = "s2sad_out", "s2sad out="
+
+    def prepare(self, problem, args):
+        vg = self.s2sad.value_and_grad(problem.loss, argnums=problem.argnums)
+        outs = tuple(np.empty_like(np.asarray(args[i])) for i in problem.argnums)
+        t0 = time.perf_counter()
+        vg(*copy_args(args), out=outs)
+        first = time.perf_counter() - t0
+        if any(not isinstance(args[i], np.ndarray) for i in problem.argnums):
+            outs = None  # floats have no buffer to write into
+
+        def call(*a):
+            return vg(*a) if outs is None else vg(*a, out=outs)
+
+        prepared = _numpy_prepared(call, problem, args)
+        prepared.first_call_s = first
+        return prepared
+
+
 # ----------------------------------------------------------------------------
 # autograd
 # ----------------------------------------------------------------------------
@@ -284,6 +307,7 @@ ALL_COLUMNS: list[type[Column]] = [
     NumpyForward,
     Handwritten,
     S2SAD,
+    S2SADOut,
     Autograd,
     JaxEager,
     JaxJit,

@@ -43,6 +43,7 @@ COLUMN_NAMES = [
     "numpy_fwd",
     "handwritten",
     "s2sad",
+    "s2sad_out",
     "autograd",
     "jax_eager",
     "jax_jit",

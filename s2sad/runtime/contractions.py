@@ -122,12 +122,29 @@ def _fast(g: Any, x: np.ndarray, y: np.ndarray, into: Any) -> bool:
     )
 
 
+def _fast_into(g: Any, x: np.ndarray, y: np.ndarray, into: Any, i: int) -> Any:
+    """The 2-d x 2-d single-dtype case with buffers: cotangent ``i`` (0: x, 1: y)
+    written into ``into[i]``; None when the case or the buffer does not fit."""
+    if into is None or x.ndim != 2 or y.ndim != 2 or type(g) is not np.ndarray:
+        return None
+    if not (x.dtype == y.dtype == g.dtype) or x.dtype.kind != "f":
+        return None
+    target = x if i == 0 else y
+    buf = into_buffer(into, i, target.shape, target.dtype)
+    if buf is None:
+        return None
+    return np.matmul(g, y.T, out=buf) if i == 0 else np.matmul(x.T, g, out=buf)
+
+
 @adjoint(np.matmul, np.linalg.matmul)
 def d_matmul(g, ans, x, y, *, into=None):
     """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (g @ y.T, x.T @ g)
+    gx, gy = _fast_into(g, x, y, into, 0), _fast_into(g, x, y, into, 1)
+    if gx is not None and gy is not None:
+        return (gx, gy)
     return _matmul_general(g, x, y, into)
 
 
@@ -137,6 +154,9 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (g @ y.T,)
+    gx = _fast_into(g, x, y, into, 0)
+    if gx is not None:
+        return (gx,)
     g2, x2, y2 = _as_matrices(g, x, y)
     return (_product(g2, _mT(y2), x, x2, _matmul_buffer(into, 0, x, y, g2)),)
 
@@ -147,6 +167,9 @@ def d_matmul_rhs(g, ans, x, y, *, into=None):
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (x.T @ g,)
+    gy = _fast_into(g, x, y, (None,) + tuple(into), 1) if into else None
+    if gy is not None:
+        return (gy,)
     g2, x2, y2 = _as_matrices(g, x, y)
     return (_product(_mT(x2), g2, y, y2, _matmul_buffer(into, 0, y, x, g2)),)
 
