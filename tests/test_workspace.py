@@ -169,3 +169,32 @@ def test_two_threads_share_a_gradient_function_safely():
     for t in threads:
         t.join()
     assert not errors
+
+
+def scalar_fn(x, y):
+    return np.sin(x * y) * np.exp(-x) + np.log1p(y * y) + np.tanh(y)
+
+
+def test_scalar_code_runs_on_math_functions():
+    rng = np.random.default_rng(9)
+    dfn = None
+    for _ in range(3):
+        args = (float(rng.normal()), float(rng.normal()))
+        dfn = _fd_check(scalar_fn, args, (0, 1))
+    code = [ln for ln in dfn.source.splitlines() if not ln.lstrip().startswith("#")]
+    assert "scalar.sin(" in dfn.source and not any("np.sin(" in ln for ln in code)
+    value, _ = s2sad.value_and_grad(scalar_fn)(0.3, 0.4)
+    assert type(value) is float  # no NumPy scalar was made on the way
+
+
+def test_scalar_math_keeps_numpys_edge_cases():
+    def f(x):
+        return np.log(x) + np.exp(x * 1000.0)
+
+    with np.errstate(all="ignore"):
+        value, g = s2sad.value_and_grad(f)(-1.0)  # math.log(-1.0) would raise
+        assert np.isnan(value) and g == -1.0 + 1000.0 * np.exp(-1000.0)
+        value, _ = s2sad.value_and_grad(f)(1.0)  # math.exp(1000.0) would raise
+        assert value == np.inf
+    g32 = s2sad.grad(lambda x: np.sin(x) * x)(np.float32(0.5))
+    assert type(g32) is np.float32  # NumPy scalars keep NumPy's functions

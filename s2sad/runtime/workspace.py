@@ -223,7 +223,9 @@ class _WrapSites(ast.NodeTransformer):
                     break
         else:
             return node
-        keep = ast.Attribute(value=ast.Name("ws", ast.Load()), attr="keep", ctx=ast.Load())
+        keep = ast.Attribute(
+            value=ast.Name("ws", ast.Load()), attr="keep", ctx=ast.Load()
+        )
         return ast.Call(func=keep, args=[keys, node], keywords=[])
 
 

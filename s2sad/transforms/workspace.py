@@ -134,9 +134,7 @@ class Sites:
                     ("int_index", self._int_index),
                 ):
                     group = getattr(self, attr)
-                    if n in group and not all(
-                        _neutral(v) or test(v) for v, _ in ds
-                    ):
+                    if n in group and not all(_neutral(v) or test(v) for v, _ in ds):
                         group.discard(n)
                         changed = True
 
@@ -369,7 +367,11 @@ class Sites:
                 return None
             arg = self._operand(v.operand, in_loop, pre)
             return self._np_call("negative", [arg], label, in_loop)
-        if isinstance(v, ast.Compare) and len(v.ops) == 1 and type(v.ops[0]) in COMPARES:
+        if (
+            isinstance(v, ast.Compare)
+            and len(v.ops) == 1
+            and type(v.ops[0]) in COMPARES
+        ):
             if not self._some_known(v.left, v.comparators[0]):
                 return None
             args = [self._operand(e, in_loop, pre) for e in (v.left, v.comparators[0])]
@@ -463,7 +465,11 @@ class Sites:
             return
         elts = []
         for i, t in enumerate(targets):
-            ok = t is not None and t not in self.shaky and self._rule_part_shaped(call, i)
+            ok = (
+                t is not None
+                and t not in self.shaky
+                and self._rule_part_shaped(call, i)
+            )
             elts.append(self._buffer(t, in_loop) if ok else ast.Constant(None))
         if all(isinstance(e, ast.Constant) for e in elts):
             return
@@ -473,7 +479,9 @@ class Sites:
 
     def _np_call(self, fn: str, args: list, label: str, in_loop: bool) -> ast.Call:
         func = ast.Attribute(value=name(self.np), attr=fn, ctx=ast.Load())
-        return self._with_out(ast.Call(func=func, args=args, keywords=[]), label, in_loop)
+        return self._with_out(
+            ast.Call(func=func, args=args, keywords=[]), label, in_loop
+        )
 
     def _with_out(self, call: ast.Call, label: str, in_loop: bool) -> ast.Call:
         call.keywords.append(ast.keyword(arg="out", value=self._buffer(label, in_loop)))
@@ -505,6 +513,7 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     if "ws" in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params):
         return False  # the user's own name; keep the plain form
     if examples and not any(_has_array(v) for v in examples.values()):
+        _scalar_math(fn, module)
         return False
     fixed = {p: type(examples.get(p)) in (int, bool, str) for p in params}
     sites = Sites(fn, module, fixed)
@@ -520,6 +529,39 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     return True
 
 
+def _scalar_math(fn: ast.FunctionDef, module: Any) -> None:
+    """Scalar code: ``np.sin(x)`` -> ``scalar.sin(x)`` (math on floats, else NumPy)."""
+    from s2sad.runtime import scalar
+
+    npname = next((a for a, v in module.bindings.items() if v is np), None)
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    names |= {a.arg for a in fn.args.args}
+    local = {
+        n.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    if npname is None or npname in local or "scalar" in names:
+        return
+    calls = [
+        c
+        for c in ast.walk(fn)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and isinstance(c.func.value, ast.Name)
+        and c.func.value.id == npname
+        and c.func.attr in scalar.MATH_NAMES
+        and len(c.args) == 1
+        and not c.keywords
+        and not isinstance(c.args[0], ast.Starred)
+    ]
+    if not calls:
+        return
+    alias = module.bind("scalar", scalar, ["module", "s2sad.runtime", "scalar"])
+    for c in calls:
+        c.func.value = name(alias)
+
+
 def _finalize_into_results(fn: ast.FunctionDef, module: Any) -> None:
     """``finalize(g, x)`` in the return becomes ``finalize(g, x, ws.result(i))``."""
     ret = fn.body[-1]
@@ -527,7 +569,11 @@ def _finalize_into_results(fn: ast.FunctionDef, module: Any) -> None:
         return
     grads = ret.value.elts[1]
     for i, f in enumerate(getattr(grads, "elts", [])):
-        if isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "finalize":
+        if (
+            isinstance(f, ast.Call)
+            and isinstance(f.func, ast.Name)
+            and f.func.id == "finalize"
+        ):
             res = ast.Call(
                 func=ast.Attribute(value=name("ws"), attr="result", ctx=ast.Load()),
                 args=[ast.Constant(i)],
@@ -615,4 +661,6 @@ def _id(t: ast.expr) -> str | None:
 
 
 def _assign(target: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign(targets=[name(target, store=True)], value=value, type_comment=None)
+    return ast.Assign(
+        targets=[name(target, store=True)], value=value, type_comment=None
+    )
