@@ -342,9 +342,8 @@ def _compile(
         for p in wrt
     ]
     if bwd_name is None:
-        return [
-            _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fwd_name)
-        ]
+        top = _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fwd_name)
+        return [top] + getattr(top, "s2sad_after", [])
     return list(
         _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name)
     )

@@ -198,3 +198,19 @@ def test_scalar_math_keeps_numpys_edge_cases():
         assert value == np.inf
     g32 = s2sad.grad(lambda x: np.sin(x) * x)(np.float32(0.5))
     assert type(g32) is np.float32  # NumPy scalars keep NumPy's functions
+
+
+def test_an_elementwise_site_reuses_the_buffer_of_a_temporary_that_dies_there():
+    from s2sad.runtime.workspace import shape_key
+
+    rng = np.random.default_rng(10)
+    dfn = s2sad.grad(mlp, argnums=(0, 1))
+    args = (rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(6, 3)))
+    for _ in range(3):
+        got = dfn(*args)
+    for k in range(2):
+        assert_close_tree(got[k], numerical_grad(mlp, args, k), rtol=1e-5)
+    fn, _, _, pool = dfn._last
+    shares = fn.buffer_shares  # e.g. g_add = g_h * (1 - h*h): one buffer, not three
+    ws = pool.free[shape_key(list(args))][0]
+    assert shares and all(ws[site] is ws[donor] for site, donor in shares.items())

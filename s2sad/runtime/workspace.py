@@ -77,7 +77,15 @@ class Workspace(NoWorkspace):
         self.results = results
         self.ids: set[int] = set()
         for key, spec in layout.fixed.items():
-            self[key] = self._new(spec)
+            donor = layout.shares.get(key)
+            if (
+                donor in layout.fixed
+                and layout.fixed[donor] == spec
+                and self[donor] is not None
+            ):
+                self[key] = self[donor]  # the donor's value is dead when key is written
+            else:
+                self[key] = self._new(spec)
         for key, (spec, n) in layout.rings.items():
             self.rings[key] = [self._new(spec) for _ in range(n)]
         for key in layout.disabled:
@@ -126,6 +134,9 @@ class Layout:
         self.fixed: dict[str, tuple] = {}
         self.rings: dict[str, tuple] = {}
         self.disabled: set[str] = set()
+        #: site key -> key of a temporary that dies at that site (same buffer
+        #: when their shapes and dtypes agree); from the function's buffer_shares
+        self.shares: dict[str, str] = {}
 
 
 class Recorder(NoWorkspace):
@@ -285,7 +296,9 @@ class Pool:
             oldest = next(iter(self.layouts))
             del self.layouts[oldest]
             self.free.pop(oldest, None)
-        self.layouts[key] = rec.layout()
+        layout = rec.layout()
+        layout.shares = dict(getattr(self.fn, "buffer_shares", {}))
+        self.layouts[key] = layout
         self.free[key] = [Workspace(self.layouts[key])]
         return value, None
 

@@ -84,6 +84,8 @@ class Sites:
         self.params = params
         self.keys: dict[str, int] = {}
         self.count = 0
+        self.temps: set[str] = set()  # hoisted elementwise temporaries (one use)
+        self.shares: dict[str, str] = {}  # site key -> key of a temporary it may reuse
         self.namer = None
 
     # -- analysis -------------------------------------------------------------------
@@ -449,6 +451,8 @@ class Sites:
         if new is None:
             return e
         pre.append(_assign(temp, new))
+        if _elementwise(new, self.np):
+            self.temps.add(temp)
         self.defs[temp] = [(new, ())]
         self.known.add(temp)
         self.shaped.add(temp)
@@ -479,9 +483,14 @@ class Sites:
 
     def _np_call(self, fn: str, args: list, label: str, in_loop: bool) -> ast.Call:
         func = ast.Attribute(value=name(self.np), attr=fn, ctx=ast.Load())
-        return self._with_out(
+        call = self._with_out(
             ast.Call(func=func, args=args, keywords=[]), label, in_loop
         )
+        donors = [a.id for a in args if isinstance(a, ast.Name) and a.id in self.temps]
+        if donors and fn != "matmul" and not in_loop:
+            # the temporary dies here: this elementwise op may write over it
+            self.shares[call.keywords[-1].value.slice.value] = donors[0]
+        return call
 
     def _with_out(self, call: ast.Call, label: str, in_loop: bool) -> ast.Call:
         call.keywords.append(ast.keyword(arg="out", value=self._buffer(label, in_loop)))
@@ -526,7 +535,26 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     _finalize_into_results(fn, module)
     fn.args.args.append(ast.arg(arg="ws"))
     fn.args.defaults.append(module.helper("NO_WORKSPACE"))
+    if sites.shares:
+        # liveness: each of these sites may write into a temporary that dies there
+        attr = ast.Attribute(value=name(fn.name), attr="buffer_shares", ctx=ast.Store())
+        table = ast.Dict(
+            keys=[ast.Constant(k) for k in sites.shares],
+            values=[ast.Constant(v) for v in sites.shares.values()],
+        )
+        fn.s2sad_after = [ast.Assign(targets=[attr], value=table, type_comment=None)]
     return True
+
+
+def _elementwise(call: ast.expr, np_alias: str) -> bool:
+    """An ``np.<ufunc>(...)`` site made by this pass, other than matmul."""
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == np_alias
+        and call.func.attr != "matmul"
+    )
 
 
 def _scalar_math(fn: ast.FunctionDef, module: Any) -> None:

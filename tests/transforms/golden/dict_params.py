@@ -32,3 +32,6 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     )[0]
     g_params = accumulate(g_params, ct_params, out=ws["g_params.2"])
     return (out, (finalize(g_params, params, ws.result(0)),))
+
+
+dict_params_value_and_grad.buffer_shares = {"sub": "mul", "g_add": "sub"}

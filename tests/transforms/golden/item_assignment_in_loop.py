@@ -79,3 +79,6 @@ def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         g_x_item = None
         x_item = tape.pop()
     return (out, (finalize(g_x, x, ws.result(0)),))
+
+
+loop_item_assign_value_and_grad.buffer_shares = {"add_1": "mul_2"}

@@ -74,3 +74,6 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0, ws=NO_WORKSPACE):
             finalize(g_h0, h0, ws.result(2)),
         ),
     )
+
+
+rnn_loop_value_and_grad.buffer_shares = {"add_1": "mul_1"}

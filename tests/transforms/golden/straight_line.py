@@ -17,3 +17,6 @@ def matmul_op_value_and_grad(W, x, g_out=1.0, ws=NO_WORKSPACE):
     g_matmul = np.multiply(g_tanh, sub, out=ws["g_matmul"])
     g_W = d_matmul_lhs(g_matmul, matmul, W, x, into=(ws["g_W"],))[0]
     return (out, (finalize(g_W, W, ws.result(0)),))
+
+
+matmul_op_value_and_grad.buffer_shares = {"sub": "mul", "g_matmul": "sub"}
