@@ -15,6 +15,7 @@ import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
 from s2sad.options import Options
+from s2sad.runtime.workspace import worthwhile
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
 # so a module that merely decorates functions runs with NumPy alone.
@@ -105,7 +106,9 @@ class GradientFunction(CompiledModule):
                 parts.append("-")
             else:
                 parts.append(f"{t.__module__}.{t.__qualname__}")
-        return ",".join(parts) + ("" if arrays else ";scalar")
+        if not arrays:
+            return ",".join(parts) + ";scalar"
+        return ",".join(parts) + ("" if worthwhile(values) else ";small")
 
     def _module(self, values: list[Any]):
         sig = self._type_signature(values)
@@ -183,7 +186,6 @@ class GradientFunction(CompiledModule):
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
         return (value, grads) if self.with_value else grads
-
 
     def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
         """Run the emitted function with preallocated buffers for these shapes.

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad.runtime import workspace
 from tests.corpus.fd import assert_close_tree, numerical_grad
+
+
+@pytest.fixture(autouse=True)
+def buffers_for_small_arrays(monkeypatch):
+    """These tests use small arrays; buffer them anyway (normally below
+    SMALL_BYTES of array arguments the plain form is used, being faster)."""
+    monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
 
 
 def mlp(W, b, x):
@@ -214,3 +222,14 @@ def test_an_elementwise_site_reuses_the_buffer_of_a_temporary_that_dies_there():
     shares = fn.buffer_shares  # e.g. g_add = g_h * (1 - h*h): one buffer, not three
     ws = pool.free[shape_key(list(args))][0]
     assert shares and all(ws[site] is ws[donor] for site, donor in shares.items())
+
+
+def test_small_arrays_get_the_plain_form(monkeypatch):
+    monkeypatch.setattr(workspace, "SMALL_BYTES", 64 * 1024)
+    dfn = s2sad.grad(mlp)
+    small = (np.ones((3, 4)), np.ones(4), np.ones((2, 3)))
+    dfn(*small)
+    assert "ws" not in dfn.source
+    big = (np.ones((30, 400)), np.ones(400), np.ones((20, 30)))  # 100 KB of W
+    g = dfn(*big)
+    assert 'out=ws["matmul"]' in dfn.source and g.shape == (30, 400)

@@ -303,6 +303,24 @@ class Pool:
         return value, None
 
 
+#: below this many bytes of array arguments the buffers cost more than they save
+#: (an ``out=`` keyword makes a ufunc call slower than its tiny allocation)
+SMALL_BYTES = 64 * 1024
+
+
+def worthwhile(values: list) -> bool:
+    """Whether a call with these arguments gets the buffered form: some argument
+    is a container (of parameters), or the array arguments hold SMALL_BYTES."""
+    total = 0
+    for v in values:
+        t = type(v)
+        if t is np.ndarray:
+            total += v.nbytes
+        elif t is dict or t is list or t is tuple:
+            return True
+    return total >= SMALL_BYTES
+
+
 def shape_key(values: list) -> tuple:
     """What fixes every site's shape: array shapes and dtypes, container layouts,
     and the values of ints, bools and strings (they may be sizes or flags)."""

@@ -524,6 +524,10 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     if examples and not any(_has_array(v) for v in examples.values()):
         _scalar_math(fn, module)
         return False
+    from s2sad.runtime.workspace import worthwhile
+
+    if examples and not worthwhile(list(examples.values())):
+        return False  # small arrays: plain NumPy calls are faster
     fixed = {p: type(examples.get(p)) in (int, bool, str) for p in params}
     sites = Sites(fn, module, fixed)
     sites.namer = namer
