@@ -14,8 +14,9 @@ of an unused buffer), so values kept on the tape, in names or in views are never
 overwritten; when every buffer is busy it returns ``None`` and the ring grows
 after the call.
 
-The shapes come from a *recording call*: the first call for a new shape
-signature runs a variant of the emitted function in which every site is wrapped
+The shapes come from a *recording call*: the second call for a new shape
+signature (the first runs without buffers, so that a function called once
+never pays for recording) runs a variant of the emitted function in which every site is wrapped
 as ``ws.keep("key", <call>)`` (built here from the module's source with the
 standard library's ``ast``); :class:`Recorder` notes each site's shape and dtype
 and how many of its results were alive at once.  Sites whose results were not
@@ -44,6 +45,7 @@ class NoWorkspace(dict):
     """The default ``ws``: no buffers, so every site allocates as plain NumPy does."""
 
     def __missing__(self, key: str) -> None:
+        self[key] = None  # later lookups of this site stay in C
         return None
 
     def take(self, key: str) -> None:
@@ -64,6 +66,17 @@ def _count(ring: list) -> int:
 
 #: reference count of a ring buffer nobody else holds, seen from Workspace.take
 _FREE = _count([np.empty(1)])
+
+
+class _Results(NoWorkspace):
+    """No buffers, but the caller's ``out=`` arrays (the first call of a signature)."""
+
+    def __init__(self, results: tuple | None):
+        super().__init__()
+        self.results = results
+
+    def result(self, i: int) -> Any:
+        return None if self.results is None else self.results[i]
 
 
 class Workspace(NoWorkspace):
@@ -268,11 +281,15 @@ class Pool:
         self._recording: Callable | None = None
         self.layouts: dict[Any, Layout] = {}
         self.free: dict[Any, list] = {}
+        self.seen: set = set()  # signatures called once: the second call records
 
     def call(self, key: Any, args: list, results: tuple | None) -> tuple[Any, Any]:
         """Run the function with a workspace for ``key``; (result, workspace)."""
         free = self.free.get(key)
         if free is None:
+            if key not in self.seen:  # a function called once never pays for it
+                self.seen.add(key)
+                return self.fn(*args, ws=_Results(results)), None
             return self._record(key, args, results)
         try:
             ws = free.pop()
