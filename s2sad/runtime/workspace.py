@@ -288,6 +288,8 @@ class Pool:
         free = self.free.get(key)
         if free is None:
             if key not in self.seen:  # a function called once never pays for it
+                if len(self.seen) > 1024:  # e.g. an int argument that changes per call
+                    self.seen.clear()
                 self.seen.add(key)
                 return self.fn(*args, ws=_Results(results)), None
             return self._record(key, args, results)
