@@ -20,6 +20,8 @@ Conventions:
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -64,7 +66,7 @@ def spread(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
 def count(x: Any, axis: Any) -> int:
     """How many entries of ``x`` each reduced output combines."""
     shape = np.shape(x)
-    return int(np.prod([shape[a] for a in axes_of(len(shape), axis)]))
+    return math.prod(shape[a] for a in axes_of(len(shape), axis))
 
 
 def to_last(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -140,6 +142,9 @@ def d_mean(
 ):
     """g / n broadcast back (a read-only view, or written into ``into[0]``)."""
     buf = _float_out(x, into)
+    if buf is not None and axis is None and not kwargs and np.ndim(g) == 0:
+        buf.fill(g / x.size)  # the common full mean: one value everywhere
+        return (buf,)
     if buf is not None:
         return (_mean_into(buf, g, x, axis, keepdims, kwargs.get("where")),)
     if "where" in kwargs:
