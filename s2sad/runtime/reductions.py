@@ -217,6 +217,9 @@ def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs
     buf = _float_out(x, into)
     if buf is not None:
         return (_max_into(buf, g, x, full, axis, keepdims, kwargs.get("where")),)
+    if axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
+        mask = x == full  # the whole-array extremum: ties share g equally
+        return (like(mask * (g / max(np.count_nonzero(mask), 1)), x),)
     share = _mask_share(x, full, axis, kwargs.get("where", True))
     return (like(expand(g, x, axis, keepdims) * share, x),)
 

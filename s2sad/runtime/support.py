@@ -47,10 +47,11 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
     """
     if g is None:
         return None
-    tg = type(g)
-    if tg is type(like):  # the common cases, decided without NumPy calls
-        if tg is float or tg is np.float64:
+    tg, tl = type(g), type(like)
+    if tg is float or tg is np.float64:  # scalars: a float and a double agree
+        if tl is float or tl is np.float64:
             return g
+    if tg is tl:  # the common cases, decided without NumPy calls
         if tg is np.ndarray and g.shape == like.shape and g.dtype == like.dtype:
             return g
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
