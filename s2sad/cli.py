@@ -14,6 +14,7 @@ and exit with status 1, without a traceback unless ``--debug`` is given; a stale
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -45,6 +46,13 @@ files; their other imports are NumPy and s2sad.runtime only.
 def cmd_compile(args: argparse.Namespace) -> int:
     module = import_model(args.file)
     targets = select(module, args.function, args.argnums, args.mode)
+    if args.plain and args.mode == "grad":
+        targets = [
+            dataclasses.replace(
+                t, options=dataclasses.replace(t.options, optimize=False)
+            )
+            for t in targets
+        ]
     out_dir = Path(args.output)
     files = [out_dir / n for n in output_names(module, targets)]
     sources = compile_all(targets)
@@ -96,6 +104,7 @@ def _compile_args(args: argparse.Namespace) -> list[str]:
     out += [f"--function {n}" for n in args.function]
     out += [f"--argnums {args.argnums}"] if args.argnums is not None else []
     out += [f"--mode {args.mode}"] if args.mode != "grad" else []
+    out += ["--plain"] if args.plain else []
     return out + [f"-o {args.output}"]
 
 
@@ -245,8 +254,9 @@ def _add_compile(commands) -> None:
         "DIR/<module>_<function>_grad.py, and print their paths.  Without --function,\n"
         "every function decorated with @s2sad.grad / @s2sad.value_and_grad is\n"
         "compiled.\n"
-        "Each module defines <function>_value_and_grad(*args, g_out=1.0) returning\n"
-        "(value, (gradients...)).  The output is deterministic: compiling twice gives\n"
+        "Each module defines <function>_value_and_grad(*args, g_out=1.0[, ws]) returning\n"
+        "(value, (gradients...)); ws (optional) holds preallocated buffers, see the\n"
+        "README's Speed section.  The output is deterministic: compiling twice gives\n"
         "byte-identical files.\n\n" + MODEL_HELP,
     )
     p.add_argument("file", help="the Python file defining the functions")
@@ -284,6 +294,12 @@ def _add_compile(commands) -> None:
         action="store_true",
         help="write nothing; exit 1 listing the files that are missing or differ "
         "from what would be written (for CI)",
+    )
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="emit the plain form: no preallocated buffers (out=ws[...]) and no "
+        "dead-code removal",
     )
     p.set_defaults(run=cmd_compile)
 

@@ -76,6 +76,14 @@ def work(tmp_path: Path) -> Path:
 
 
 # -- compile ------------------------------------------------------------------------
+def test_compile_plain_emits_no_buffers(work):
+    run(work, "compile", "model.py", "-f", "loss", "--plain")
+    loss = (work / "generated" / "model_loss_grad.py").read_text()
+    assert "def loss_value_and_grad(x, b, g_out=1.0):" in loss and "ws" not in loss
+    run(work, "compile", "model.py", "-f", "loss")
+    assert 'out=ws["' in (work / "generated" / "model_loss_grad.py").read_text()
+
+
 def test_compile_writes_one_module_per_decorated_function_and_prints_paths(work):
     proc = run(work, "compile", "model.py")
     assert proc.stdout.splitlines() == [
@@ -450,8 +458,21 @@ def test_compile_mode_jvp_writes_a_forward_module_that_computes_the_jvp(work):
     assert proc.stdout.split() == [str(Path("fwd") / "model_loss_jvp.py")]
     text = (work / "fwd" / "model_loss_jvp.py").read_text()
     assert "def loss_jvp(x, b, t_x):" in text and "# tangent of:" in text
-    assert run(work, "compile", "model.py", "-f", "loss", "--mode", "jvp", "-o", "fwd",
-               "--check").returncode == 0
+    assert (
+        run(
+            work,
+            "compile",
+            "model.py",
+            "-f",
+            "loss",
+            "--mode",
+            "jvp",
+            "-o",
+            "fwd",
+            "--check",
+        ).returncode
+        == 0
+    )
     code = (
         "import sys; sys.path[:0] = ['fwd', '.']\n"
         "import json, numpy as np\n"
@@ -461,8 +482,14 @@ def test_compile_mode_jvp_writes_a_forward_module_that_computes_the_jvp(work):
         "value, tangent = loss_jvp(x, b, t)\n"
         "print(json.dumps([float(value), float(tangent)]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                         text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     value, tangent = json.loads(out.stdout)
     ns: dict = {}
     exec((work / "model.py").read_text().replace("@s2sad.grad\n", ""), ns)
