@@ -539,6 +539,8 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     _finalize_into_results(fn, module)
     fn.args.args.append(ast.arg(arg="ws"))
     fn.args.defaults.append(module.helper("NO_WORKSPACE"))
+    for site, donor in _dying_operands(fn, sites.np).items():
+        sites.shares.setdefault(site, donor)
     if sites.shares:
         # liveness: each of these sites may write into a temporary that dies there
         attr = ast.Attribute(value=name(fn.name), attr="buffer_shares", ctx=ast.Store())
@@ -548,6 +550,85 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
         )
         fn.s2sad_after = [ast.Assign(targets=[attr], value=table, type_comment=None)]
     return True
+
+
+def _site_key(call: ast.Call) -> str | None:
+    """The key of ``call(..., out=ws["key"])`` (code that runs once), else None."""
+    for k in call.keywords:
+        v = k.value
+        if (
+            k.arg == "out"
+            and isinstance(v, ast.Subscript)
+            and isinstance(v.value, ast.Name)
+            and v.value.id == "ws"
+            and isinstance(v.slice, ast.Constant)
+        ):
+            return v.slice.value
+    return None
+
+
+def _dying_operands(fn: ast.FunctionDef, np_alias: str) -> dict[str, str]:
+    """Liveness outside loops: ``site key -> key of an operand that dies there``.
+
+    A name qualifies when it is bound once, by a site that runs once, and every
+    read of it is an operand of a NumPy site (or the shape model of an
+    ``unbroadcast``), none of them in a loop: then nothing else can hold its
+    buffer, and the elementwise site that reads it last may write over it.
+    (Reads are counted per occurrence: the compiler shares Name nodes.)
+    """
+    order: list[tuple[ast.AST, bool]] = []
+    for st in fn.body:
+        _in_order(st, False, order)
+    binds: dict[str, list] = {}
+    reads: dict[str, int] = {}
+    fine: dict[str, int] = {}
+    last: dict[str, ast.Call] = {}
+    looped: set[str] = set()
+    for node, loop in order:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            binds.setdefault(node.targets[0].id, []).append((node, loop))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id] = reads.get(node.id, 0) + 1
+            if loop:
+                looped.add(node.id)
+        if not isinstance(node, ast.Call):
+            continue
+        if _site_key(node) is not None and _is_np_call(node, np_alias):
+            for a in node.args:
+                if isinstance(a, ast.Name):
+                    fine[a.id] = fine.get(a.id, 0) + 1
+                    last[a.id] = node
+        elif getattr(node.func, "id", "") == "unbroadcast" and len(node.args) == 2:
+            if isinstance(node.args[1], ast.Name):
+                fine[node.args[1].id] = fine.get(node.args[1].id, 0) + 1
+    out: dict[str, str] = {}
+    for n, bs in binds.items():
+        if len(bs) != 1 or bs[0][1] or n in looped or not reads.get(n):
+            continue
+        value = bs[0][0].value
+        key = _site_key(value) if isinstance(value, ast.Call) else None
+        site = last.get(n)
+        if key is None or fine.get(n) != reads[n] or site is None:
+            continue
+        if _elementwise(site, np_alias):
+            out.setdefault(_site_key(site), key)
+    return out
+
+
+def _in_order(node: ast.AST, loop: bool, out: list) -> None:
+    """Every node under ``node`` in source order, with whether it is in a loop."""
+    loop = loop or isinstance(node, (ast.For, ast.While))
+    out.append((node, loop))
+    for child in ast.iter_child_nodes(node):
+        _in_order(child, loop, out)
+
+
+def _is_np_call(call: ast.Call, np_alias: str) -> bool:
+    return (
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == np_alias
+    )
 
 
 def _elementwise(call: ast.expr, np_alias: str) -> bool:

@@ -29,3 +29,22 @@ def test_gradient_matches_finite_differences(case):
 
 def test_corpus_is_large():
     assert len(CASES) >= 150
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_buffered_gradient_matches_finite_differences(case, monkeypatch):
+    """The same check through the workspace: buffers for every array size, and
+    the third call of each shape (the first runs plain, the second records)."""
+    from s2sad.runtime import workspace
+
+    monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
+    dfn = s2sad.value_and_grad(case.fn, argnums=case.argnums)
+    nums = case.argnums if isinstance(case.argnums, tuple) else (case.argnums,)
+    for seed in (0, 1):
+        for _ in range(3):
+            value, grads = dfn(*case.args(seed))
+        np.testing.assert_allclose(value, case.fn(*case.args(seed)), rtol=1e-12)
+        got = grads if isinstance(case.argnums, tuple) else (grads,)
+        for i, g in zip(nums, got):
+            want = numerical_grad(case.fn, case.args(seed), i)
+            assert_close_tree(g, want, where=f"{case.name} d/darg{i} seed {seed}")

@@ -34,4 +34,4 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     return (out, (finalize(g_params, params, ws.result(0)),))
 
 
-dict_params_value_and_grad.buffer_shares = {"sub": "mul", "g_add": "sub"}
+dict_params_value_and_grad.buffer_shares = {"sub": "mul", "g_add": "sub", "tanh": "add"}
