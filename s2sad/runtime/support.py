@@ -87,8 +87,10 @@ def _sum_into(g: np.ndarray, like: np.ndarray, out: np.ndarray) -> np.ndarray:
     """unbroadcast of an array into ``out`` (which has like's shape and dtype)."""
     extra = g.ndim - like.ndim
     tail = g.shape[extra:]
-    if out.shape != like.shape or not out.flags.c_contiguous or any(
-        n != k and n != 1 for n, k in zip(like.shape, tail)
+    if (
+        out.shape != like.shape
+        or not out.flags.c_contiguous
+        or any(n != k and n != 1 for n, k in zip(like.shape, tail))
     ):
         return unbroadcast(g, like)
     axes = tuple(range(extra)) + tuple(
@@ -297,7 +299,16 @@ def pad(cotangents: tuple, n: int) -> tuple:
 
 def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
     """``add(a, b)`` for generated code; two arrays are summed into ``out`` (a
-    workspace buffer of the sum's shape and dtype) when one is given."""
+    workspace buffer of the sum's shape and dtype) when one is given.  When no
+    other name, view or container can see ``a``, the sum goes into ``a`` itself."""
+    if (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and _exclusive(a)
+        and _fits(a, b)
+    ):
+        a += b
+        return a
     if (
         out is not None
         and type(a) is np.ndarray

@@ -24,3 +24,14 @@ def test_accumulate_keeps_the_wider_dtype():
     a = np.ones(3, dtype=np.float32)
     out = support.accumulate(a * 1, np.ones(3, dtype=np.float64))
     assert out.dtype == np.float64  # never squeezed into a float32 buffer
+
+
+def test_accumulate_adds_in_place_into_an_array_nobody_else_sees():
+    def fresh():
+        return np.ones(3) * 2.0  # only this call's result refers to it
+
+    a = fresh()
+    before = id(a)
+    result = support.accumulate(a, np.ones(3))
+    assert id(result) == before  # no new array
+    np.testing.assert_array_equal(result, [3.0, 3.0, 3.0])
