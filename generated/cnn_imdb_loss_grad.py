@@ -2,7 +2,7 @@
 # Do not edit: regenerate with s2sad.
 import s2sad.runtime.nn as nn
 import numpy as np
-from s2sad.runtime.support import accumulate, finalize, unbroadcast
+from s2sad.runtime.support import NO_WORKSPACE, accumulate, finalize, unbroadcast
 from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import (
@@ -15,12 +15,12 @@ from s2sad.runtime.shapes import d_reshape, d_transpose
 from cnn_imdb import POOL
 
 
-def loss_value_and_grad(params, ids, y, g_out=1.0):
+def loss_value_and_grad(params, ids, y, g_out=1.0, ws=NO_WORKSPACE):
     logits_1, saved_logits = logits_forward(params, ids)
     out = nn.binary_cross_entropy_with_logits(logits_1, y)
     # grad of: return nn.binary_cross_entropy_with_logits(logits(params, ids), y)
     g_logits_1 = d_binary_cross_entropy_with_logits(g_out, out, logits_1, y)[0]
-    g_params, _ = logits_backward(g_logits_1, saved_logits)
+    g_params, _ = logits_backward(g_logits_1, saved_logits, ws=ws)
     return (out, (finalize(g_params, params),))
 
 
@@ -65,7 +65,8 @@ def logits_forward(params, ids):
     )
 
 
-def logits_backward(g_out, saved):
+def logits_backward(g_out, saved, ws=NO_WORKSPACE):
+    ws = ws.enter("logits_backward", (g_out, saved))
     (
         add,
         c,
@@ -86,27 +87,38 @@ def logits_backward(g_out, saved):
         x,
     ) = saved
     # grad of: return (flat @ params["W"] + params["b"])[:, 0]
-    g_add = d_getitem(g_out, out, add, (slice(None, None, None), 0))[0]
-    g_matmul = unbroadcast(g_add, matmul)
-    g_params_item_4 = unbroadcast(g_add, params_item_4)
-    g_params = d_getitem(g_params_item_4, params_item_4, params, "b")[0]
-    g_flat, g_params_item_3 = d_matmul(g_matmul, matmul, flat, params_item_3)
+    g_add = d_getitem(
+        g_out, out, add, (slice(None, None, None), 0), into=(ws.take("g_add"),)
+    )[0]
+    g_matmul = unbroadcast(g_add, matmul, out=ws.take("g_matmul"))
+    g_params_item_4 = unbroadcast(g_add, params_item_4, out=ws.take("g_params_item_4"))
+    g_params = d_getitem(
+        g_params_item_4, params_item_4, params, "b", into=(ws.take("g_params"),)
+    )[0]
+    g_flat, g_params_item_3 = d_matmul(
+        g_matmul,
+        matmul,
+        flat,
+        params_item_3,
+        into=(ws.take("g_flat"), ws.take("g_params_item_3")),
+    )
     if g_params_item_3 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_3, params_item_3, params, "W")[0]
-        )
+        ct_params = d_getitem(
+            g_params_item_3, params_item_3, params, "W", into=(ws.take("ct_params"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params, out=ws.take("g_params.2"))
     # grad of: flat = p.reshape(p.shape[0], -1)
     g_p = None
     if g_flat is not None:
-        g_p = d_reshape(g_flat, flat, p, shape_item, -1)[0]
+        g_p = d_reshape(g_flat, flat, p, shape_item, -1, into=(ws.take("g_p"),))[0]
     # grad of: p = nn.maxpool1d(c, POOL)  # (n, 8, (length - 2) // 8)
     g_c = None
     if g_p is not None:
-        g_c = d_maxpool1d(g_p, p, c, POOL)[0]
+        g_c = d_maxpool1d(g_p, p, c, POOL, into=(ws.take("g_c"),))[0]
     # grad of: c = nn.relu(nn.conv1d(x, params["K"], params["kb"]))  # (n, 8, length - 2)
     g_conv1d = None
     if g_c is not None:
-        g_conv1d = g_c * (c > 0)
+        g_conv1d = np.multiply(g_c, c > 0, out=ws.take("g_conv1d"))
     g_params_item_1 = None
     g_params_item_2 = None
     g_x = None
@@ -115,13 +127,15 @@ def logits_backward(g_out, saved):
             g_conv1d, conv1d, x, params_item_1, params_item_2
         )
     if g_params_item_2 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_2, params_item_2, params, "kb")[0]
-        )
+        ct_params_1 = d_getitem(
+            g_params_item_2, params_item_2, params, "kb", into=(ws.take("ct_params_1"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
     if g_params_item_1 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_1, params_item_1, params, "K")[0]
-        )
+        ct_params_2 = d_getitem(
+            g_params_item_1, params_item_1, params, "K", into=(ws.take("ct_params_2"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
     # grad of: x = np.transpose(emb, (0, 2, 1))  # (n, 50, length): channels first
     g_emb = None
     if g_x is not None:
@@ -131,7 +145,8 @@ def logits_backward(g_out, saved):
     if g_emb is not None:
         g_params_item = d_embedding(g_emb, emb, params_item, ids)[0]
     if g_params_item is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item, params_item, params, "E")[0]
-        )
+        ct_params_3 = d_getitem(
+            g_params_item, params_item, params, "E", into=(ws.take("ct_params_3"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params_3, out=ws.take("g_params.5"))
     return (g_params, None)

@@ -2,31 +2,32 @@
 # Do not edit: regenerate with s2sad.
 import s2sad.runtime.nn as nn
 import numpy as np
-from s2sad.runtime.support import accumulate, finalize, unbroadcast
+from s2sad.runtime.support import NO_WORKSPACE, accumulate, finalize, unbroadcast
 from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 
 
-def loss_tanh_value_and_grad(params, x, y, g_out=1.0):
-    logits_tanh_1, saved_logits_tanh = logits_tanh_forward(params, x)
+def loss_tanh_value_and_grad(params, x, y, g_out=1.0, ws=NO_WORKSPACE):
+    logits_tanh_1, saved_logits_tanh = logits_tanh_forward(params, x, ws=ws)
     out = nn.softmax_cross_entropy(logits_tanh_1, y)
     # grad of: return nn.softmax_cross_entropy(logits_tanh(params, x), y)
     g_logits_tanh_1 = d_softmax_cross_entropy(g_out, out, logits_tanh_1, y)[0]
-    g_params, _ = logits_tanh_backward(g_logits_tanh_1, saved_logits_tanh)
+    g_params, _ = logits_tanh_backward(g_logits_tanh_1, saved_logits_tanh, ws=ws)
     return (out, (finalize(g_params, params),))
 
 
-def logits_tanh_forward(params, x):
+def logits_tanh_forward(params, x, ws=NO_WORKSPACE):
+    ws = ws.enter("logits_tanh_forward", (params, x))
     params_item = params["W1"]
-    matmul = x @ params_item
+    matmul = np.matmul(x, params_item, out=ws.take("matmul"))
     params_item_1 = params["b1"]
-    add = matmul + params_item_1
-    h = np.tanh(add)
+    add = np.add(matmul, params_item_1, out=ws.take("add"))
+    h = np.tanh(add, out=ws.take("h"))
     params_item_2 = params["W2"]
-    matmul_1 = h @ params_item_2
+    matmul_1 = np.matmul(h, params_item_2, out=ws.take("matmul_1"))
     params_item_3 = params["b2"]
-    out = matmul_1 + params_item_3
+    out = np.add(matmul_1, params_item_3, out=ws.take("out"))
     return (
         out,
         (
@@ -43,7 +44,8 @@ def logits_tanh_forward(params, x):
     )
 
 
-def logits_tanh_backward(g_out, saved):
+def logits_tanh_backward(g_out, saved, ws=NO_WORKSPACE):
+    ws = ws.enter("logits_tanh_backward", (g_out, saved))
     (
         h,
         matmul,
@@ -56,32 +58,47 @@ def logits_tanh_backward(g_out, saved):
         x,
     ) = saved
     # grad of: return h @ params["W2"] + params["b2"]
-    g_matmul_1 = unbroadcast(g_out, matmul_1)
-    g_params_item_3 = unbroadcast(g_out, params_item_3)
-    g_params = d_getitem(g_params_item_3, params_item_3, params, "b2")[0]
-    g_h, g_params_item_2 = d_matmul(g_matmul_1, matmul_1, h, params_item_2)
+    g_matmul_1 = unbroadcast(g_out, matmul_1, out=ws.take("g_matmul_1"))
+    g_params_item_3 = unbroadcast(g_out, params_item_3, out=ws.take("g_params_item_3"))
+    g_params = d_getitem(
+        g_params_item_3, params_item_3, params, "b2", into=(ws.take("g_params"),)
+    )[0]
+    g_h, g_params_item_2 = d_matmul(
+        g_matmul_1,
+        matmul_1,
+        h,
+        params_item_2,
+        into=(ws.take("g_h"), ws.take("g_params_item_2")),
+    )
     if g_params_item_2 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_2, params_item_2, params, "W2")[0]
-        )
+        ct_params = d_getitem(
+            g_params_item_2, params_item_2, params, "W2", into=(ws.take("ct_params"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params, out=ws.take("g_params.2"))
     # grad of: h = np.tanh(x @ params["W1"] + params["b1"])
     g_add = None
     if g_h is not None:
-        g_add = g_h * (1.0 - h * h)
+        g_add = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add"))
     g_matmul = None
     g_params_item_1 = None
     if g_add is not None:
-        g_matmul = unbroadcast(g_add, matmul)
-        g_params_item_1 = unbroadcast(g_add, params_item_1)
-    if g_params_item_1 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_1, params_item_1, params, "b1")[0]
+        g_matmul = unbroadcast(g_add, matmul, out=ws.take("g_matmul"))
+        g_params_item_1 = unbroadcast(
+            g_add, params_item_1, out=ws.take("g_params_item_1")
         )
+    if g_params_item_1 is not None:
+        ct_params_1 = d_getitem(
+            g_params_item_1, params_item_1, params, "b1", into=(ws.take("ct_params_1"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
     g_params_item = None
     if g_matmul is not None:
-        g_params_item = d_matmul_rhs(g_matmul, matmul, x, params_item)[0]
+        g_params_item = d_matmul_rhs(
+            g_matmul, matmul, x, params_item, into=(ws.take("g_params_item"),)
+        )[0]
     if g_params_item is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item, params_item, params, "W1")[0]
-        )
+        ct_params_2 = d_getitem(
+            g_params_item, params_item, params, "W1", into=(ws.take("ct_params_2"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
     return (g_params, None)

@@ -2,7 +2,7 @@
 # Do not edit: regenerate with s2sad.
 import s2sad.runtime.nn as nn
 import numpy as np
-from s2sad.runtime.support import accumulate, finalize, unbroadcast
+from s2sad.runtime.support import NO_WORKSPACE, accumulate, finalize, unbroadcast, zeros
 from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
@@ -10,16 +10,17 @@ from rnn_mnist import CHUNK
 from rnn_mnist import STEPS
 
 
-def loss_value_and_grad(params, x, y, g_out=1.0):
-    logits_1, saved_logits = logits_forward(params, x)
+def loss_value_and_grad(params, x, y, g_out=1.0, ws=NO_WORKSPACE):
+    logits_1, saved_logits = logits_forward(params, x, ws=ws)
     out = nn.softmax_cross_entropy(logits_1, y)
     # grad of: return nn.softmax_cross_entropy(logits(params, x), y)
     g_logits_1 = d_softmax_cross_entropy(g_out, out, logits_1, y)[0]
-    g_params, _ = logits_backward(g_logits_1, saved_logits)
+    g_params, _ = logits_backward(g_logits_1, saved_logits, ws=ws)
     return (out, (finalize(g_params, params),))
 
 
-def logits_forward(params, x):
+def logits_forward(params, x, ws=NO_WORKSPACE):
+    ws = ws.enter("logits_forward", (params, x))
     tape = []
     add_1 = None
     matmul = None
@@ -35,7 +36,7 @@ def logits_forward(params, x):
     shape_1_item = shape_1[0]
     items = (shape_item, shape_1_item)
     dtype = x.dtype
-    h = np.zeros(items, dtype=dtype)
+    h = zeros(items, dtype=dtype, out=ws.take("h"))
     r = range(STEPS)
     for t in r:
         mul = t * CHUNK
@@ -46,22 +47,22 @@ def logits_forward(params, x):
         tape.append(params_item_1)
         params_item_1 = params["Wx"]
         tape.append(matmul)
-        matmul = xt @ params_item_1
+        matmul = np.matmul(xt, params_item_1, out=ws.take("matmul"))
         tape.append(params_item_2)
         params_item_2 = params["Wh"]
         tape.append(matmul_1)
-        matmul_1 = h @ params_item_2
+        matmul_1 = np.matmul(h, params_item_2, out=ws.take("matmul_1"))
         tape.append(add_1)
-        add_1 = matmul + matmul_1
+        add_1 = np.add(matmul, matmul_1, out=ws.take("add_1"))
         tape.append(params_item_3)
         params_item_3 = params["bh"]
-        add_2 = add_1 + params_item_3
+        add_2 = np.add(add_1, params_item_3, out=ws.take("add_2"))
         tape.append(h)
-        h = np.tanh(add_2)
+        h = np.tanh(add_2, out=ws.take("h.2"))
     params_item_4 = params["Wo"]
-    matmul_2 = h @ params_item_4
+    matmul_2 = np.matmul(h, params_item_4, out=ws.take("matmul_2"))
     params_item_5 = params["bo"]
-    out = matmul_2 + params_item_5
+    out = np.add(matmul_2, params_item_5, out=ws.take("out"))
     return (
         out,
         (
@@ -83,7 +84,8 @@ def logits_forward(params, x):
     )
 
 
-def logits_backward(g_out, saved):
+def logits_backward(g_out, saved, ws=NO_WORKSPACE):
+    ws = ws.enter("logits_backward", (g_out, saved))
     (
         tape,
         add_1,
@@ -101,14 +103,23 @@ def logits_backward(g_out, saved):
         xt,
     ) = saved
     # grad of: return h @ params["Wo"] + params["bo"]
-    g_matmul_2 = unbroadcast(g_out, matmul_2)
-    g_params_item_5 = unbroadcast(g_out, params_item_5)
-    g_params = d_getitem(g_params_item_5, params_item_5, params, "bo")[0]
-    g_h, g_params_item_4 = d_matmul(g_matmul_2, matmul_2, h, params_item_4)
+    g_matmul_2 = unbroadcast(g_out, matmul_2, out=ws.take("g_matmul_2"))
+    g_params_item_5 = unbroadcast(g_out, params_item_5, out=ws.take("g_params_item_5"))
+    g_params = d_getitem(
+        g_params_item_5, params_item_5, params, "bo", into=(ws.take("g_params"),)
+    )[0]
+    g_h, g_params_item_4 = d_matmul(
+        g_matmul_2,
+        matmul_2,
+        h,
+        params_item_4,
+        into=(ws.take("g_h"), ws.take("g_params_item_4")),
+    )
     if g_params_item_4 is not None:
-        g_params = accumulate(
-            g_params, d_getitem(g_params_item_4, params_item_4, params, "Wo")[0]
-        )
+        ct_params = d_getitem(
+            g_params_item_4, params_item_4, params, "Wo", into=(ws.take("ct_params"),)
+        )[0]
+        g_params = accumulate(g_params, ct_params, out=ws.take("g_params.2"))
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
@@ -119,48 +130,83 @@ def logits_backward(g_out, saved):
     for t in reversed(r):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         if g_h is not None:
-            g_add_2 = accumulate(g_add_2, g_h * (1.0 - h * h))
+            mul_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_2"))
+            g_add_2 = accumulate(g_add_2, mul_2, out=ws.take("g_add_2"))
         g_h = None
         h = tape.pop()
         if g_add_2 is not None:
-            g_add_1 = accumulate(g_add_1, unbroadcast(g_add_2, add_1))
+            g_add_1 = accumulate(
+                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1")
+            )
             g_params_item_3 = accumulate(
-                g_params_item_3, unbroadcast(g_add_2, params_item_3)
+                g_params_item_3,
+                unbroadcast(g_add_2, params_item_3),
+                out=ws.take("g_params_item_3"),
             )
         g_add_2 = None
         if g_params_item_3 is not None:
-            g_params = accumulate(
-                g_params, d_getitem(g_params_item_3, params_item_3, params, "bh")[0]
-            )
+            ct_params_1 = d_getitem(
+                g_params_item_3,
+                params_item_3,
+                params,
+                "bh",
+                into=(ws.take("ct_params_1"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
         g_params_item_3 = None
         params_item_3 = tape.pop()
         if g_add_1 is not None:
-            g_matmul = accumulate(g_matmul, unbroadcast(g_add_1, matmul))
-            g_matmul_1 = accumulate(g_matmul_1, unbroadcast(g_add_1, matmul_1))
+            g_matmul = accumulate(
+                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul")
+            )
+            g_matmul_1 = accumulate(
+                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1")
+            )
         g_add_1 = None
         add_1 = tape.pop()
         g_h = None
         if g_matmul_1 is not None:
-            g_h, ct_params_item_2 = d_matmul(g_matmul_1, matmul_1, h, params_item_2)
-            g_params_item_2 = accumulate(g_params_item_2, ct_params_item_2)
+            g_h, ct_params_item_2 = d_matmul(
+                g_matmul_1,
+                matmul_1,
+                h,
+                params_item_2,
+                into=(ws.take("g_h.2"), ws.take("ct_params_item_2")),
+            )
+            g_params_item_2 = accumulate(
+                g_params_item_2, ct_params_item_2, out=ws.take("g_params_item_2")
+            )
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_params_item_2 is not None:
-            g_params = accumulate(
-                g_params, d_getitem(g_params_item_2, params_item_2, params, "Wh")[0]
-            )
+            ct_params_2 = d_getitem(
+                g_params_item_2,
+                params_item_2,
+                params,
+                "Wh",
+                into=(ws.take("ct_params_2"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
         g_params_item_2 = None
         params_item_2 = tape.pop()
         if g_matmul is not None:
+            ct_xt = d_matmul_rhs(
+                g_matmul, matmul, xt, params_item_1, into=(ws.take("ct_xt"),)
+            )[0]
             g_params_item_1 = accumulate(
-                g_params_item_1, d_matmul_rhs(g_matmul, matmul, xt, params_item_1)[0]
+                g_params_item_1, ct_xt, out=ws.take("g_params_item_1")
             )
         g_matmul = None
         matmul = tape.pop()
         if g_params_item_1 is not None:
-            g_params = accumulate(
-                g_params, d_getitem(g_params_item_1, params_item_1, params, "Wx")[0]
-            )
+            ct_params_3 = d_getitem(
+                g_params_item_1,
+                params_item_1,
+                params,
+                "Wx",
+                into=(ws.take("ct_params_3"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_3, out=ws.take("g_params.5"))
         g_params_item_1 = None
         params_item_1 = tape.pop()
         # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]

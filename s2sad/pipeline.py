@@ -273,6 +273,7 @@ def compile_function(
     parsed = parse.parse_function(fn)
     params = _params(parsed.node)
     parsed.example_args = dict(zip(params, example_args))
+    module.examples = parsed.example_args
     wrt = [params[i] for i in argnums]
     top_name = module.namer.fresh(f"{parsed.node.name}_value_and_grad")
     module.functions.extend(_compile(module, parsed, wrt, top_name, None))
@@ -283,6 +284,8 @@ def compile_function(
         module.functions.extend(
             _compile(module, callee, callee_wrt, spec.fwd, spec.bwd)
         )
+    if workspace.wanted(module, parsed.example_args):
+        workspace.connect(module.functions, module)
     header = emit.Header(parsed.source, [p for p in wrt], fn)
     return emit.run(module, header), dict(module.bindings)
 
@@ -344,9 +347,13 @@ def _compile(
     if bwd_name is None:
         top = _top_level(module, node, fc, rv, fwd, bwd, ret_atom, wrt, grads, fwd_name)
         return [top] + getattr(top, "s2sad_after", [])
-    return list(
+    pair = list(
         _pair(module, node, fc, rv, fwd, bwd, ret_atom, params, wrt, fwd_name, bwd_name)
     )
+    if workspace.wanted(module, getattr(module, "examples", {})):
+        for f in pair:
+            workspace.run_callee(f, module, fc.namer)
+    return pair
 
 
 def _bind_statics(module: ModuleBuilder, node: ast.FunctionDef, norm, parsed) -> None:

@@ -15,8 +15,10 @@ from tests.corpus.fd import assert_close_tree, numerical_grad
 @pytest.fixture(autouse=True)
 def buffers_for_small_arrays(monkeypatch):
     """These tests use small arrays; buffer them anyway (normally below
-    SMALL_BYTES of array arguments the plain form is used, being faster)."""
+    SMALL_BYTES of array arguments the plain form is used, and without out=
+    sites under SPEED_BYTES get no buffer, both being faster)."""
     monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
+    monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
 
 
 def mlp(W, b, x):
@@ -222,7 +224,7 @@ def test_an_elementwise_site_reuses_the_buffer_of_a_temporary_that_dies_there():
         assert_close_tree(got[k], numerical_grad(mlp, args, k), rtol=1e-5)
     fn, _, _, pool = dfn._last
     shares = fn.buffer_shares  # e.g. g_add = g_h * (1 - h*h): one buffer, not three
-    ws = pool.free[shape_key(list(args))][0]
+    ws = pool.free[(shape_key(list(args)), False)][0]
     assert shares and all(ws[site] is ws[donor] for site, donor in shares.items())
 
 
@@ -235,3 +237,31 @@ def test_small_arrays_get_the_plain_form(monkeypatch):
     big = (np.ones((30, 400)), np.ones(400), np.ones((20, 30)))  # 100 KB of W
     g = dfn(*big)
     assert 'out=ws["matmul"]' in dfn.source and g.shape == (30, 400)
+
+
+def layer(W, b, x):
+    return np.tanh(x @ W + b)
+
+
+def two_layers(W1, b1, W2, b2, x):
+    return np.sum(layer(W2, b2, layer(W1, b1, x)) ** 2)
+
+
+def test_a_helper_called_with_two_shapes_gets_a_workspace_for_each():
+    rng = np.random.default_rng(11)
+    args = (
+        rng.normal(size=(3, 5)),
+        rng.normal(size=5),
+        rng.normal(size=(5, 2)),
+        rng.normal(size=2),
+        rng.normal(size=(4, 3)),
+    )
+    nums = (0, 1, 2, 3, 4)  # x too: both calls of layer are the same specialization
+    dfn = None
+    for _ in range(2):
+        dfn = _fd_check(two_layers, args, nums)
+    assert 'ws.enter("layer_backward"' in dfn.source
+    pool = _GRADS[(two_layers, nums)]._last[3]
+    layout = next(iter(pool.layouts.values()))
+    names = sorted(name for name, _ in layout.children)
+    assert names.count("layer_backward") == 2  # one per shape signature

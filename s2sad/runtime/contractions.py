@@ -112,10 +112,19 @@ def _matmul_buffer(into: Any, i: int, x: np.ndarray, other: Any, g: Any) -> Any:
     return into_buffer(into, i, x.shape, dtype)
 
 
+def _no_buffers(into: Any) -> bool:
+    """No ``into`` tuple, or one holding only None."""
+    if into is not None:
+        for b in into:
+            if b is not None:
+                return False
+    return True
+
+
 def _fast(g: Any, x: np.ndarray, y: np.ndarray, into: Any) -> bool:
     """True for the bufferless 2-d x 2-d case of a single dtype."""
     return (
-        into is None
+        _no_buffers(into)
         and x.ndim == 2
         and y.ndim == 2
         and x.dtype == y.dtype == np.result_type(g)

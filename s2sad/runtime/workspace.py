@@ -54,6 +54,10 @@ class NoWorkspace(dict):
     def result(self, i: int) -> None:
         return None
 
+    def enter(self, name: str, args: tuple) -> "NoWorkspace":
+        """The workspace of a called function (none here)."""
+        return NO_WORKSPACE
+
 
 NO_WORKSPACE = NoWorkspace()
 
@@ -82,14 +86,31 @@ class _Results(NoWorkspace):
 class Workspace(NoWorkspace):
     """Buffers for one shape signature; used by one call at a time (see the pool)."""
 
-    def __init__(self, layout: "Layout", results: tuple | None = None):
+    def __init__(
+        self,
+        layout: "Layout",
+        results: tuple | None = None,
+        root: Any = None,
+        min_bytes: int = 0,
+    ):
         super().__init__()
         self.layout = layout
         self.rings: dict[str, list] = {}
         self.misses: dict[str, int] = {}
         self.results = results
         self.ids: set[int] = set()
+        self.root = root if root is not None else self
+        self.pending = False  # a callee met argument shapes nobody recorded
+        self.children = {
+            key: Workspace(child, root=self.root, min_bytes=min_bytes)
+            for key, child in layout.children.items()
+        }
+        small = {k for k, spec in layout.fixed.items() if _nbytes(spec) < min_bytes}
+        for key in small:
+            self[key] = None
         for key, spec in layout.fixed.items():
+            if key in small:
+                continue
             donor = layout.shares.get(key)
             if (
                 donor in layout.fixed
@@ -100,7 +121,8 @@ class Workspace(NoWorkspace):
             else:
                 self[key] = self._new(spec)
         for key, (spec, n) in layout.rings.items():
-            self.rings[key] = [self._new(spec) for _ in range(n)]
+            if _nbytes(spec) >= min_bytes:
+                self.rings[key] = [self._new(spec) for _ in range(n)]
         for key in layout.disabled:
             self[key] = None
 
@@ -124,6 +146,14 @@ class Workspace(NoWorkspace):
         """The caller's ``out=`` array(s) for gradient ``i`` (or ``None``)."""
         return None if self.results is None else self.results[i]
 
+    def enter(self, name: str, args: tuple) -> NoWorkspace:
+        """The workspace of a called function for these argument shapes."""
+        child = self.children.get((name, shape_key(args)))
+        if child is None:
+            self.root.pending = True
+            return NO_WORKSPACE
+        return child
+
     def grow(self) -> None:
         """After a call: add the buffers the call lacked (bounded by MAX_RING)."""
         for key, n in self.misses.items():
@@ -132,12 +162,22 @@ class Workspace(NoWorkspace):
             for _ in range(min(n, MAX_RING - len(ring))):
                 ring.append(self._new(spec))
         self.misses.clear()
+        for child in self.children.values():
+            child.grow()
 
     def owns(self, a: Any) -> bool:
         """Whether ``a`` is one of the buffers or a view of one."""
         if type(a) is not np.ndarray:
             return False
         return id(a) in self.ids or (a.base is not None and id(a.base) in self.ids)
+
+
+def _nbytes(spec: tuple) -> int:
+    shape, dtype = spec
+    n = dtype.itemsize
+    for d in shape:
+        n *= d
+    return n
 
 
 class Layout:
@@ -147,6 +187,8 @@ class Layout:
         self.fixed: dict[str, tuple] = {}
         self.rings: dict[str, tuple] = {}
         self.disabled: set[str] = set()
+        #: per called function and shape signature of its arguments
+        self.children: dict[tuple, "Layout"] = {}
         #: site key -> key of a temporary that dies at that site (same buffer
         #: when their shapes and dtypes agree); from the function's buffer_shares
         self.shares: dict[str, str] = {}
@@ -163,6 +205,13 @@ class Recorder(NoWorkspace):
         self.need: dict[str, int] = {}
         self.looped: set[str] = set()
         self.bad: set[str] = set()
+        self.children: dict[tuple, "Recorder"] = {}
+
+    def enter(self, name: str, args: tuple) -> "Recorder":
+        key = (name, shape_key(args))
+        if key not in self.children:
+            self.children[key] = Recorder()
+        return self.children[key]
 
     def take(self, key: str) -> None:
         self.looped.add(key)
@@ -203,6 +252,7 @@ class Recorder(NoWorkspace):
             else:
                 out.fixed[key] = spec
         out.disabled = set(self.bad)
+        out.children = {key: rec.layout() for key, rec in self.children.items()}
         return out
 
 
@@ -256,12 +306,11 @@ class _WrapSites(ast.NodeTransformer):
 def recording_variant(fn: Callable, source: str) -> Callable:
     """``fn`` rebuilt from its module ``source`` with every site wrapped in ws.keep."""
     tree = ast.parse(source)
-    defs = [
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__
-    ]
-    if not defs:
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if fn.__name__ not in [d.name for d in defs]:
         raise LookupError(f"{fn.__name__} not found in its module's source")
-    module = ast.Module(body=[_WrapSites().visit(defs[0])], type_ignores=[])
+    # every function: the recording top-level function calls recording callees
+    module = ast.Module(body=[_WrapSites().visit(d) for d in defs], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, f"<s2sad recording of {fn.__name__}>", "exec")
     namespace = dict(fn.__globals__)
@@ -282,29 +331,55 @@ class Pool:
         self.layouts: dict[Any, Layout] = {}
         self.free: dict[Any, list] = {}
         self.seen: set = set()  # signatures called once: the second call records
+        self.rerecords: dict[Any, int] = {}
 
     def call(self, key: Any, args: list, results: tuple | None) -> tuple[Any, Any]:
-        """Run the function with a workspace for ``key``; (result, workspace)."""
-        free = self.free.get(key)
-        if free is None:
+        """Run the function with a workspace for ``key``; (result, workspace).
+
+        With ``out=`` arrays (``results``) every recorded site gets a buffer, so
+        the call allocates no array of note; without, only sites of at least
+        SPEED_BYTES do (smaller NumPy temporaries are cheaper than the
+        bookkeeping of a buffer).
+        """
+        layout = self.layouts.get(key)
+        if layout is None:
             if key not in self.seen:  # a function called once never pays for it
                 if len(self.seen) > 1024:  # e.g. an int argument that changes per call
                     self.seen.clear()
                 self.seen.add(key)
                 return self.fn(*args, ws=_Results(results)), None
             return self._record(key, args, results)
+        full = results is not None
+        free = self.free.setdefault((key, full), [])
         try:
             ws = free.pop()
         except IndexError:
-            ws = Workspace(self.layouts[key])
+            ws = Workspace(layout, min_bytes=0 if full else SPEED_BYTES)
         ws.results = results
         try:
             return self.fn(*args, ws=ws), ws
         finally:
             ws.results = None
-            if ws.misses:
-                ws.grow()
-            free.append(ws)
+            ws.grow()
+            if not (ws.pending and self._forget(key)):
+                ws.pending = False
+                free.append(ws)
+
+    def _forget(self, key: Any) -> bool:
+        """A callee met argument shapes nobody recorded: drop ``key``'s workspaces
+        so that its next call records again.  Three times at most (callee shapes
+        that keep changing just go without buffers); False when not dropped."""
+        n = self.rerecords.get(key, 0)
+        if n >= 3:
+            return False
+        self.rerecords[key] = n + 1
+        self._drop(key)
+        return True
+
+    def _drop(self, key: Any) -> None:
+        self.layouts.pop(key, None)
+        self.free.pop((key, True), None)
+        self.free.pop((key, False), None)
 
     def _record(self, key: Any, args: list, results: tuple | None):
         if self._recording is None:
@@ -312,15 +387,17 @@ class Pool:
         rec = Recorder(results)
         value = self._recording(*args, ws=rec)
         if len(self.layouts) >= self.MAX_SIGNATURES:
-            oldest = next(iter(self.layouts))
-            del self.layouts[oldest]
-            self.free.pop(oldest, None)
+            self._drop(next(iter(self.layouts)))
         layout = rec.layout()
         layout.shares = dict(getattr(self.fn, "buffer_shares", {}))
         self.layouts[key] = layout
-        self.free[key] = [Workspace(self.layouts[key])]
         return value, None
 
+
+#: without ``out=``, sites whose results are smaller than this get no buffer: NumPy
+#: reuses small freed blocks cheaply, while glibc returns blocks of 128 KiB and
+#: more to the kernel, so those pay page faults on every call
+SPEED_BYTES = 128 * 1024
 
 #: below this many bytes of array arguments the buffers cost more than they save
 #: (an ``out=`` keyword makes a ufunc call slower than its tiny allocation)
@@ -362,4 +439,8 @@ def _key(v: Any) -> Any:
         return (t, tuple(_key(x) for x in v))
     if isinstance(v, np.generic):
         return (t, v.item()) if v.dtype.kind in "iub" else (t,)
+    if t is range:
+        return (t, v.start, v.stop, v.step)
+    if t is slice:
+        return (t, _key(v.start), _key(v.stop), _key(v.step))
     return (t, id(v))

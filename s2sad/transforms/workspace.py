@@ -72,7 +72,13 @@ INT_INDEX_FUNCS = {"arange", "argmax", "argmin"}
 class Sites:
     """The analysis and rewrite of one function; see the module docstring."""
 
-    def __init__(self, fn: ast.FunctionDef, module: Any, params: dict[str, bool]):
+    def __init__(
+        self,
+        fn: ast.FunctionDef,
+        module: Any,
+        params: dict[str, bool],
+        callee: bool = False,
+    ):
         self.fn = fn
         self.module = module
         self.np = next(
@@ -84,6 +90,9 @@ class Sites:
         self.params = params
         self.keys: dict[str, int] = {}
         self.count = 0
+        #: a callee (``<f>_forward`` / ``<f>_backward``) may run several times per
+        #: call: every site takes a free ring buffer, and nothing is shared
+        self.callee = callee
         self.temps: set[str] = set()  # hoisted elementwise temporaries (one use)
         self.shares: dict[str, str] = {}  # site key -> key of a temporary it may reuse
         self.namer = None
@@ -211,6 +220,8 @@ class Sites:
             if v[0] == "for":
                 return self._fixed(v[1])
             call = v[1]
+            if self.callee and isinstance(call, ast.Name) and call.id == "saved":
+                return True  # residuals: their shapes are in the callee's key
             return self._rule_part_shaped(call, v[2])
         if isinstance(v, ast.Constant):
             return True
@@ -487,7 +498,7 @@ class Sites:
             ast.Call(func=func, args=args, keywords=[]), label, in_loop
         )
         donors = [a.id for a in args if isinstance(a, ast.Name) and a.id in self.temps]
-        if donors and fn != "matmul" and not in_loop:
+        if donors and fn != "matmul" and not in_loop and not self.callee:
             # the temporary dies here: this elementwise op may write over it
             self.shares[call.keywords[-1].value.slice.value] = donors[0]
         return call
@@ -501,7 +512,7 @@ class Sites:
         self.keys[label] = n
         self.count += 1
         key = ast.Constant(label if n == 1 else f"{label}.{n}")
-        if in_loop:
+        if in_loop or self.callee:
             take = ast.Attribute(value=name("ws"), attr="take", ctx=ast.Load())
             return ast.Call(func=take, args=[key], keywords=[])
         return ast.Subscript(value=name("ws"), slice=key, ctx=ast.Load())
@@ -521,13 +532,10 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     params = [a.arg for a in fn.args.args if a.arg != "g_out"]
     if "ws" in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params):
         return False  # the user's own name; keep the plain form
-    if examples and not any(_has_array(v) for v in examples.values()):
-        _scalar_math(fn, module)
+    if not wanted(module, examples):
+        if examples and not any(_has_array(v) for v in examples.values()):
+            _scalar_math(fn, module)
         return False
-    from s2sad.runtime.workspace import worthwhile
-
-    if examples and not worthwhile(list(examples.values())):
-        return False  # small arrays: plain NumPy calls are faster
     fixed = {p: type(examples.get(p)) in (int, bool, str) for p in params}
     sites = Sites(fn, module, fixed)
     sites.namer = namer
@@ -675,6 +683,64 @@ def _scalar_math(fn: ast.FunctionDef, module: Any) -> None:
         c.func.value = name(alias)
 
 
+def run_callee(fn: ast.FunctionDef, module: Any, namer: Any) -> bool:
+    """Sites in a callee's forward or backward function (always ``ws.take``).
+
+    The function starts with ``ws = ws.enter("<name>", (<its arguments>))``: a
+    workspace of its own per shape signature of those arguments, so its sites
+    are fixed by its own arguments, whoever calls it.
+    """
+    params = [a.arg for a in fn.args.args]
+    if "ws" in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params):
+        return False
+    sites = Sites(fn, module, {p: False for p in params}, callee=True)
+    sites.namer = namer
+    sites.collect(fn.body)
+    sites.solve()
+    fn.body = sites.rewrite(fn.body, False)
+    if not sites.count:
+        return False
+    enter = ast.Call(
+        func=ast.Attribute(value=name("ws"), attr="enter", ctx=ast.Load()),
+        args=[
+            ast.Constant(fn.name),
+            ast.Tuple(elts=[name(p) for p in params], ctx=ast.Load()),
+        ],
+        keywords=[],
+    )
+    fn.body.insert(0, _assign("ws", enter))
+    _add_ws_param(fn, module)
+    return True
+
+
+def _add_ws_param(fn: ast.FunctionDef, module: Any) -> None:
+    if "ws" not in [a.arg for a in fn.args.args]:
+        fn.args.args.append(ast.arg(arg="ws"))
+        fn.args.defaults.append(module.helper("NO_WORKSPACE"))
+
+
+def connect(functions: list, module: Any) -> None:
+    """After all functions exist: when a callee has buffers, the top-level function
+    takes ``ws`` too, and every call to a function taking ``ws`` passes it on."""
+    defs = [f for f in functions if isinstance(f, ast.FunctionDef)]
+    with_ws = {f.name for f in defs if "ws" in [a.arg for a in f.args.args]}
+    if not with_ws - {defs[0].name}:
+        return
+    _add_ws_param(defs[0], module)
+    with_ws.add(defs[0].name)
+    for f in defs:
+        if f.name not in with_ws:
+            continue
+        for c in ast.walk(f):
+            if (
+                isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Name)
+                and c.func.id in with_ws
+                and not any(k.arg == "ws" for k in c.keywords)
+            ):
+                c.keywords.append(ast.keyword(arg="ws", value=name("ws")))
+
+
 def _finalize_into_results(fn: ast.FunctionDef, module: Any) -> None:
     """``finalize(g, x)`` in the return becomes ``finalize(g, x, ws.result(i))``."""
     ret = fn.body[-1]
@@ -693,6 +759,19 @@ def _finalize_into_results(fn: ast.FunctionDef, module: Any) -> None:
                 keywords=[],
             )
             f.args.append(res)
+
+
+def wanted(module: Any, examples: dict[str, Any]) -> bool:
+    """Whether this module gets buffers: arrays among the example arguments, and
+    enough of them (see s2sad.runtime.workspace.worthwhile)."""
+    from s2sad.runtime.workspace import worthwhile
+
+    if not (module.options.optimize and module.options.workspace):
+        return False
+    if not examples:
+        return True
+    values = list(examples.values())
+    return any(_has_array(v) for v in values) and worthwhile(values)
 
 
 def _has_array(v: Any) -> bool:

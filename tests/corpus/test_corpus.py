@@ -38,6 +38,7 @@ def test_buffered_gradient_matches_finite_differences(case, monkeypatch):
     from s2sad.runtime import workspace
 
     monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
+    monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
     dfn = s2sad.value_and_grad(case.fn, argnums=case.argnums)
     nums = case.argnums if isinstance(case.argnums, tuple) else (case.argnums,)
     for seed in (0, 1):

@@ -16,7 +16,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
         tape.append(xs_item)
         xs_item = xs[t]
         tape.append(saved_cell)
-        cell_1, saved_cell = cell_forward(h, xs_item, W)
+        cell_1, saved_cell = cell_forward(h, xs_item, W, ws=ws)
         tape.append(h)
         h = cell_1
     out = np.sum(h)
@@ -34,7 +34,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
         h = tape.pop()
         g_h = None
         if g_cell_1 is not None:
-            g_h, ct_xs_item, ct_W = cell_backward(g_cell_1, saved_cell)
+            g_h, ct_xs_item, ct_W = cell_backward(g_cell_1, saved_cell, ws=ws)
             g_xs_item = accumulate(g_xs_item, ct_xs_item)
             g_W = accumulate(g_W, ct_W)
         g_cell_1 = None
@@ -54,18 +54,20 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
     )
 
 
-def cell_forward(h, x, W):
-    matmul = W @ h
-    add = matmul + x
-    out = np.tanh(add)
+def cell_forward(h, x, W, ws=NO_WORKSPACE):
+    ws = ws.enter("cell_forward", (h, x, W))
+    matmul = np.matmul(W, h, out=ws.take("matmul"))
+    add = np.add(matmul, x, out=ws.take("add"))
+    out = np.tanh(add, out=ws.take("out"))
     return (out, (W, h, matmul, out, x))
 
 
-def cell_backward(g_out, saved):
+def cell_backward(g_out, saved, ws=NO_WORKSPACE):
+    ws = ws.enter("cell_backward", (g_out, saved))
     W, h, matmul, out, x = saved
     # grad of: return np.tanh(W @ h + x)
     g_add = g_out * (1.0 - out * out)
-    g_matmul = unbroadcast(g_add, matmul)
-    g_x = unbroadcast(g_add, x)
-    g_W, g_h = d_matmul(g_matmul, matmul, W, h)
+    g_matmul = unbroadcast(g_add, matmul, out=ws.take("g_matmul"))
+    g_x = unbroadcast(g_add, x, out=ws.take("g_x"))
+    g_W, g_h = d_matmul(g_matmul, matmul, W, h, into=(ws.take("g_W"), ws.take("g_h")))
     return (g_h, g_x, g_W)
