@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from bench import handwritten
 from bench import problems as P
 
 KIB = 1024
@@ -31,6 +32,37 @@ def _peak(fn) -> int:
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+
+
+def _check_against_finite_differences(loss, args, argnums) -> None:
+    """The buffered gradient (third call, with ``out=``) of the same loss on the
+    same data in float64, against central differences along three random
+    directions per argument (the arrays are too big for entry-wise ones)."""
+    wide = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]
+    dfn = s2sad.value_and_grad(loss, argnums=argnums)
+    outs = tuple(np.empty_like(wide[i]) for i in argnums)
+    for _ in range(3):
+        _, grads = dfn(*wide, out=outs)
+    rng = np.random.default_rng(0)
+    h = 1e-8  # small: fewer ReLU units cross their kink within the step
+    for i, g in zip(argnums, grads):
+        for _ in range(3):
+            v = rng.normal(size=wide[i].shape)
+            up, down = list(wide), list(wide)
+            up[i], down[i] = wide[i] + h * v, wide[i] - h * v
+            fd = (float(loss(*up)) - float(loss(*down))) / (2 * h)
+            got = float(np.sum(g * v))
+            assert abs(got - fd) <= 1e-5 * abs(fd) + 1e-7, (i, got, fd)
+
+
+def _check_against_handwritten(name: str, args, value, grads) -> None:
+    """The measured float32 call against bench/handwritten.py's gradients (written
+    by hand, checked against finite differences by ``bench/run.py --check``)."""
+    want_value, want = getattr(handwritten, name)(*args)
+    assert value == pytest.approx(want_value, rel=1e-5)
+    for g, w in zip(grads, want):
+        err = np.linalg.norm(g - w) / (np.linalg.norm(w) + 1e-30)
+        assert err <= 1e-4, err
 
 
 def _check(name: str, argnums: tuple, allowed: int, larger: dict) -> None:
@@ -50,10 +82,8 @@ def _check(name: str, argnums: tuple, allowed: int, larger: dict) -> None:
     finally:
         np.setbufsize(old)
     assert all(g is o for g, o in zip(grads, outs)), "gradients not written into out="
-    plain = s2sad.value_and_grad(loss, argnums=argnums, optimize=False)(*args)
-    assert value == pytest.approx(plain[0], rel=1e-6)
-    for g, p in zip(grads, plain[1]):
-        np.testing.assert_allclose(g, p, rtol=1e-4, atol=1e-6)
+    _check_against_handwritten(name, args, value, grads)
+    _check_against_finite_differences(loss, args, argnums)
     assert peak <= allowed, f"{name}: a warm call allocated {peak} bytes"
     # the measurement can fail: the plain form allocates its activations
     unbuffered = s2sad.value_and_grad(loss, argnums=argnums, optimize=False)
