@@ -15,7 +15,7 @@ import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
 from s2sad.options import Options
-from s2sad.runtime.workspace import worthwhile
+from s2sad.runtime.workspace import shape_key, worthwhile
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
 # so a module that merely decorates functions runs with NumPy alone.
@@ -193,34 +193,15 @@ class GradientFunction(CompiledModule):
         ``out=`` arrays go to the function (its ``finalize`` writes into them); the
         value is copied when it is a workspace buffer, so callers never hold one.
         """
-        from s2sad.runtime.workspace import shape_key
-
         results = None
         if out is not None:
             results = out if isinstance(self.argnums, tuple) else (out,)
             if not isinstance(results, tuple) or len(results) != len(self._argnums):
                 results = None
-        if _has_bool_array(values):
-            return pool.fn(*values)  # a mask's shape depends on its values
         (value, grads), ws = pool.call(shape_key(values), values, results)
         if ws is not None and ws.owns(value):
             value = value.copy()
         return value, grads
-
-
-def _has_bool_array(values: list) -> bool:
-    for v in values:
-        t = type(v)
-        if t is np.ndarray:
-            if v.dtype.kind == "b":
-                return True
-        elif t is dict:
-            if _has_bool_array(list(v.values())):
-                return True
-        elif t is list or t is tuple:
-            if _has_bool_array(v):
-                return True
-    return False
 
 
 def _check_differentiable(value: Any, name: str, index: int, path: str = "") -> None:

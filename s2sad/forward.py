@@ -478,9 +478,7 @@ class JacobianFunction:
     def _reverse(self, args: tuple, nums: tuple, xs: list) -> tuple:
         """One vector-Jacobian product per output entry, seeding the gradient module."""
         values = list(inspect.signature(self.fun).bind(*args).args)
-        fn = reverse_function(
-            self.fun, nums, pipeline.Options(workspace=False), values
-        )
+        fn = reverse_function(self.fun, nums, pipeline.Options(workspace=False), values)
         value = fn(*values)[0]
         if isinstance(value, (list, tuple, dict)):
             raise NonScalarOutputError("jacobian needs a float or array output")

@@ -73,17 +73,19 @@ _FREE = _count([np.empty(1)])
 
 
 class _Results(NoWorkspace):
-    """No buffers, but the caller's ``out=`` arrays (the first call of a signature)."""
+    """No buffers, but the caller's ``out=`` arrays for ``finalize``: the ``ws``
+    of a first call (and the base of the recording and buffered workspaces)."""
 
     def __init__(self, results: tuple | None):
         super().__init__()
         self.results = results
 
     def result(self, i: int) -> Any:
+        """The caller's ``out=`` array(s) for gradient ``i`` (or ``None``)."""
         return None if self.results is None else self.results[i]
 
 
-class Workspace(NoWorkspace):
+class Workspace(_Results):
     """Buffers for one shape signature; used by one call at a time (see the pool)."""
 
     def __init__(
@@ -93,11 +95,10 @@ class Workspace(NoWorkspace):
         root: Any = None,
         min_bytes: int = 0,
     ):
-        super().__init__()
+        super().__init__(results)
         self.layout = layout
         self.rings: dict[str, list] = {}
         self.misses: dict[str, int] = {}
-        self.results = results
         self.ids: set[int] = set()
         self.root = root if root is not None else self
         self.pending = False  # a callee met argument shapes nobody recorded
@@ -141,10 +142,6 @@ class Workspace(NoWorkspace):
                 return buf
         self.misses[key] = self.misses.get(key, 0) + 1
         return None
-
-    def result(self, i: int) -> Any:
-        """The caller's ``out=`` array(s) for gradient ``i`` (or ``None``)."""
-        return None if self.results is None else self.results[i]
 
     def enter(self, name: str, args: tuple) -> NoWorkspace:
         """The workspace of a called function for these argument shapes."""
@@ -194,12 +191,11 @@ class Layout:
         self.shares: dict[str, str] = {}
 
 
-class Recorder(NoWorkspace):
+class Recorder(_Results):
     """The ``ws`` of a recording call: hands out no buffers, notes every result."""
 
     def __init__(self, results: tuple | None = None):
-        super().__init__()
-        self.results = results
+        super().__init__(results)
         self.specs: dict[str, Any] = {}
         self.alive: dict[str, list] = {}
         self.need: dict[str, int] = {}
@@ -216,9 +212,6 @@ class Recorder(NoWorkspace):
     def take(self, key: str) -> None:
         self.looped.add(key)
         return None
-
-    def result(self, i: int) -> Any:
-        return None if self.results is None else self.results[i]
 
     def keep(self, keys: str | tuple, value: Any) -> Any:
         """Note ``value`` (a tuple of results when ``keys`` is a tuple); return it."""
@@ -341,6 +334,8 @@ class Pool:
         SPEED_BYTES do (smaller NumPy temporaries are cheaper than the
         bookkeeping of a buffer).
         """
+        if key is None:  # see shape_key
+            return self.fn(*args, ws=_Results(results)), None
         layout = self.layouts.get(key)
         if layout is None:
             if key not in self.seen:  # a function called once never pays for it
@@ -417,16 +412,29 @@ def worthwhile(values: list) -> bool:
     return total >= SMALL_BYTES
 
 
-def shape_key(values: list) -> tuple:
+class _Mask(Exception):
+    """A boolean array among the arguments (raised inside shape_key)."""
+
+
+def shape_key(values: list) -> tuple | None:
     """What fixes every site's shape: array shapes and dtypes, container layouts,
-    and the values of ints, bools and strings (they may be sizes or flags)."""
-    return tuple(_key(v) for v in values)
+    and the values of ints, bools and strings (they may be sizes or flags).
+
+    None when an argument holds a boolean array: indexing with it gives a shape
+    that depends on its values, so such calls go without buffers.
+    """
+    try:
+        return tuple(_key(v) for v in values)
+    except _Mask:
+        return None
 
 
 def _key(v: Any) -> Any:
     t = type(v)
     if t is np.ndarray:
-        if v.size <= 1 and v.dtype.kind in "iub":
+        if v.dtype.kind == "b":
+            raise _Mask
+        if v.size <= 1 and v.dtype.kind in "iu":
             return (v.shape, v.dtype.char, v.tolist())  # may be a size or a bound
         return (v.shape, v.dtype.char)
     if t is float or t is complex:

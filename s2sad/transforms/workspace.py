@@ -530,23 +530,16 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     examples that hold no array at all (scalar code) nothing is rewritten.
     """
     params = [a.arg for a in fn.args.args if a.arg != "g_out"]
-    if "ws" in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params):
-        return False  # the user's own name; keep the plain form
     if not wanted(module, examples):
         if examples and not any(_has_array(v) for v in examples.values()):
             _scalar_math(fn, module)
         return False
     fixed = {p: type(examples.get(p)) in (int, bool, str) for p in params}
-    sites = Sites(fn, module, fixed)
-    sites.namer = namer
-    sites.collect(fn.body)
-    sites.solve()
-    fn.body = sites.rewrite(fn.body, False)
-    if not sites.count:
+    sites = _rewritten(fn, module, namer, fixed, callee=False)
+    if sites is None:
         return False
     _finalize_into_results(fn, module)
-    fn.args.args.append(ast.arg(arg="ws"))
-    fn.args.defaults.append(module.helper("NO_WORKSPACE"))
+    _add_ws_param(fn, module)
     for site, donor in _dying_operands(fn, sites.np).items():
         sites.shares.setdefault(site, donor)
     if sites.shares:
@@ -643,9 +636,7 @@ def _elementwise(call: ast.expr, np_alias: str) -> bool:
     """An ``np.<ufunc>(...)`` site made by this pass, other than matmul."""
     return (
         isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == np_alias
+        and _is_np_call(call, np_alias)
         and call.func.attr != "matmul"
     )
 
@@ -691,14 +682,7 @@ def run_callee(fn: ast.FunctionDef, module: Any, namer: Any) -> bool:
     are fixed by its own arguments, whoever calls it.
     """
     params = [a.arg for a in fn.args.args]
-    if "ws" in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params):
-        return False
-    sites = Sites(fn, module, {p: False for p in params}, callee=True)
-    sites.namer = namer
-    sites.collect(fn.body)
-    sites.solve()
-    fn.body = sites.rewrite(fn.body, False)
-    if not sites.count:
+    if _rewritten(fn, module, namer, {p: False for p in params}, callee=True) is None:
         return False
     enter = ast.Call(
         func=ast.Attribute(value=name("ws"), attr="enter", ctx=ast.Load()),
@@ -711,6 +695,22 @@ def run_callee(fn: ast.FunctionDef, module: Any, namer: Any) -> bool:
     fn.body.insert(0, _assign("ws", enter))
     _add_ws_param(fn, module)
     return True
+
+
+def _rewritten(
+    fn: ast.FunctionDef, module: Any, namer: Any, fixed: dict, callee: bool
+) -> Sites | None:
+    """Analyse and rewrite ``fn``'s body; the Sites, or None when there are none
+    (or the function uses the name ``ws`` itself: then it keeps the plain form)."""
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    if "ws" in names | {a.arg for a in fn.args.args}:
+        return None
+    sites = Sites(fn, module, fixed, callee=callee)
+    sites.namer = namer
+    sites.collect(fn.body)
+    sites.solve()
+    fn.body = sites.rewrite(fn.body, False)
+    return sites if sites.count else None
 
 
 def _add_ws_param(fn: ast.FunctionDef, module: Any) -> None:
