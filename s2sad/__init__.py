@@ -37,7 +37,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name in ("jvp", "hvp", "hessian", "jacobian"):
-        from s2sad import forward
+        from s2sad import higher as forward
 
         return getattr(forward, name)
     raise AttributeError(f"module 's2sad' has no attribute {name!r}")

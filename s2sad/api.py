@@ -263,10 +263,10 @@ def _decorator(with_value: bool):
             )
         if isinstance(fun, GradientFunction):
             # grad(grad(f)): forward over reverse, by transforming the emitted module
-            from s2sad.forward import grad_of_gradient
+            from s2sad.higher import grad_of_gradient
 
             return grad_of_gradient(fun, argnums, with_value)
-        if type(fun).__module__ == "s2sad.forward":
+        if type(fun).__module__ == "s2sad.higher":
             raise TypeError(
                 f"grad of a {type(fun).__name__} (made by s2sad.jvp, hvp, hessian or "
                 "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "

@@ -158,8 +158,10 @@ def compiler_fingerprint() -> str:
     """Hash of the compiler's own source: an upgraded s2sad never reuses stale files."""
     root = Path(__file__).parent
     h = hashlib.sha256()
-    for path in sorted([*root.glob("*.py"), *(root / "transforms").glob("*.py")]):
+    paths = [*root.glob("*.py"), *(root / "transforms").rglob("*.py")]
+    for path in sorted(paths, key=lambda p: p.relative_to(root).as_posix()):
         if path.name not in NOT_COMPILER:
+            h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -229,7 +229,7 @@ def emit(target: Target) -> str:
 
     try:
         if target.mode == "jvp":
-            from s2sad.transforms import forward
+            from s2sad.transforms.forward import assembly as forward
 
             options = forward.ForwardOptions(standalone=True)
             source, _ = forward.compile_function(target.fun, target.argnums, options)

@@ -18,19 +18,19 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.options import Options
-from s2sad.transforms import (
+from s2sad.transforms import emit
+from s2sad.transforms.buffers import workspace
+from s2sad.transforms.front import (
     activity,
     aliasing,
     desugar,
-    emit,
     normalize,
-    optimize,
     parse,
-    workspace,
     validate,
 )
+from s2sad.transforms.reverse import cleanup as optimize
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, name, stores
-from s2sad.transforms.reverse import FunctionReverser, NONE, SET
+from s2sad.transforms.reverse.statements import FunctionReverser, NONE, SET
 
 PASSES = (
     "parse",

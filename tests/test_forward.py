@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import forward
+from s2sad import higher as forward
 from s2sad.errors import (
     MissingRuleError,
     NonDifferentiableArgumentError,
     UnsupportedSyntaxError,
 )
-from s2sad.transforms import forward as forward_transform
+from s2sad.transforms.forward import assembly as forward_transform
 from tests import forward_cases as fc
 from tests.corpus import (  # noqa: F401
     cases_basic,

@@ -11,7 +11,7 @@ import pytest
 
 import s2sad
 from s2sad.errors import MissingRuleError, NonScalarOutputError
-from s2sad.forward import grad_of_gradient
+from s2sad.higher import grad_of_gradient
 from tests import forward_cases as fc
 from tests.corpus import (  # noqa: F401
     cases_basic,

@@ -3,9 +3,9 @@
 import ast
 import textwrap
 
-from s2sad.transforms import desugar, normalize
+from s2sad.transforms.front import desugar, normalize
 from s2sad.transforms.astutil import Namer
-from s2sad.transforms.parse import Env, ParsedFunction, SourceInfo
+from s2sad.transforms.front.parse import Env, ParsedFunction, SourceInfo
 
 
 def _parsed(src: str) -> ParsedFunction:

@@ -26,11 +26,11 @@ import operator
 import numpy as np
 
 from s2sad.runtime import registry
-from s2sad.transforms import control
-from s2sad.transforms.activity import Activity, _is_append
+from s2sad.transforms.reverse import control
+from s2sad.transforms.front.activity import Activity, _is_append
 from s2sad.transforms.astutil import anno, assign, call, const, name
-from s2sad.transforms.normalize import CallInfo
-from s2sad.transforms.rules import definite_positions, instantiate
+from s2sad.transforms.front.normalize import CallInfo
+from s2sad.transforms.inline import definite_positions, instantiate
 
 BINOPS = {
     ast.Add: np.add,

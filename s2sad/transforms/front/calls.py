@@ -20,7 +20,7 @@ from typing import Any
 
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import const, name
-from s2sad.transforms.parse import _MISSING
+from s2sad.transforms.front.parse import _MISSING
 
 
 @dataclass

@@ -30,7 +30,7 @@ import numpy as np
 from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
-from s2sad.transforms.rules import instantiate
+from s2sad.transforms.inline import instantiate
 
 NONE, SET, MAYBE = "none", "set", "maybe"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.errors import Problem, UnsupportedSyntaxError
-from s2sad.transforms.parse import ParsedFunction
+from s2sad.transforms.front.parse import ParsedFunction
 
 # node type -> (construct name, hint)
 _UNSUPPORTED: dict[type, tuple[str, str]] = {

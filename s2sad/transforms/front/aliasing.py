@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.errors import AliasingError
-from s2sad.transforms.activity import Activity, _is_append
+from s2sad.transforms.front.activity import Activity, _is_append
 from s2sad.transforms.astutil import anno
 
 VIEW_METHODS = {

@@ -29,14 +29,14 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.calls import (
+from s2sad.transforms.front.calls import (
     CallInfo,
     CallNormalizer,
     LocalFunction,
     classify_object,
 )  # noqa: F401
-from s2sad.transforms.loops import LoopNormalizer
-from s2sad.transforms.parse import ParsedFunction, _MISSING, lambda_to_def
+from s2sad.transforms.front.loops import LoopNormalizer
+from s2sad.transforms.front.parse import ParsedFunction, _MISSING, lambda_to_def
 
 _OP_NAMES = {
     ast.Add: "add",

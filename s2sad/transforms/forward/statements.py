@@ -1,6 +1,6 @@
 """Forward mode, statement by statement: assignments, mutation, calls, if and loops.
 
-Each function takes the :class:`~s2sad.transforms.forward.FunctionForward` of
+Each function takes the :class:`~s2sad.transforms.forward.assembly.FunctionForward` of
 the function being compiled, one normalized statement and the list to emit
 into.  Branches join the tangent states of their arms; loops iterate their
 body's states to a fixpoint (dry runs that are rolled back), so that a tangent
@@ -20,8 +20,8 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, name
-from s2sad.transforms.calls import CallInfo
-from s2sad.transforms.forward_function import (
+from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
     MUTATORS,
     FunctionForward,
@@ -29,8 +29,8 @@ from s2sad.transforms.forward_function import (
     op_of_value,
     rule_tangent,
 )
-from s2sad.transforms.reverse import index_value
-from s2sad.transforms.tangent_exprs import MAYBE, NONE, SET, Op, Tangent
+from s2sad.transforms.reverse.statements import index_value
+from s2sad.transforms.forward.exprs import MAYBE, NONE, SET, Op, Tangent
 
 
 def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:

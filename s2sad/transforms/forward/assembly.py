@@ -40,20 +40,14 @@ from typing import Any
 from s2sad import pipeline
 from s2sad.errors import MissingRuleError, S2SADError
 from s2sad.runtime import tangents
-from s2sad.transforms import (
-    activity,
-    desugar,
-    emit,
-    forward_stmts,
-    normalize,
-    parse,
-    tangent_cleanup,
-    validate,
-)
+from s2sad.transforms import emit
+from s2sad.transforms.forward import cleanup as tangent_cleanup
+from s2sad.transforms.forward import statements as forward_stmts
+from s2sad.transforms.front import activity, desugar, normalize, parse, validate
 from s2sad.transforms.astutil import Namer, anno, call, const
-from s2sad.transforms.calls import CallInfo
-from s2sad.transforms.forward_function import FunctionForward, mutator_position
-from s2sad.transforms.tangent_exprs import SET
+from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.forward.function import FunctionForward, mutator_position
+from s2sad.transforms.forward.exprs import SET
 
 #: helpers of s2sad.runtime.tangents that generated code may call
 TANGENT_HELPERS = (

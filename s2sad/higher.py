@@ -29,7 +29,7 @@ from s2sad import cache, pipeline
 from s2sad.api import CompiledModule
 from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
 from s2sad.runtime import support
-from s2sad.transforms import forward
+from s2sad.transforms.forward import assembly as forward
 
 
 def _argnums_tuple(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
