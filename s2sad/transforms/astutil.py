@@ -45,6 +45,16 @@ def call(func: str | ast.expr, *args: ast.expr, **kwargs: ast.expr) -> ast.Call:
     return ast.Call(func=func, args=list(args), keywords=keywords)
 
 
+def index_value(idx: ast.expr) -> ast.expr:
+    """An index (with slices) as an ordinary expression: ``1:n`` -> ``slice(1, n, None)``."""
+    if isinstance(idx, ast.Slice):
+        parts = [getattr(idx, k) or const(None) for k in ("lower", "upper", "step")]
+        return call("slice", *parts)
+    if isinstance(idx, ast.Tuple):
+        return ast.Tuple(elts=[index_value(e) for e in idx.elts], ctx=ast.Load())
+    return idx
+
+
 def dotted(path: str) -> ast.expr:
     """``"a.b.c"`` -> Attribute(Attribute(Name(a), b), c)."""
     parts = path.split(".")

@@ -37,23 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, name
 
-BINOPS = {
-    ast.Add: "add",
-    ast.Sub: "subtract",
-    ast.Mult: "multiply",
-    ast.Div: "divide",
-    ast.MatMult: "matmul",
-}
-COMPARES = {
-    ast.Gt: "greater",
-    ast.GtE: "greater_equal",
-    ast.Lt: "less",
-    ast.LtE: "less_equal",
-    ast.Eq: "equal",
-    ast.NotEq: "not_equal",
-}
 REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
 CREATORS = {"zeros", "ones", "empty", "full", "arange", "zeros_like", "ones_like"}
 ARRAY_FUNCS = REDUCTIONS | CREATORS | {"matmul", "dot", "reshape", "transpose"}
@@ -370,11 +356,11 @@ class Sites:
         """``v`` rewritten to write into a buffer (nested operands are hoisted)."""
         if not self._shaped(v):
             return None
-        if isinstance(v, ast.BinOp) and type(v.op) in BINOPS:
+        if isinstance(v, ast.BinOp) and isinstance(v.op, ops.BUFFERED):
             if not (isinstance(v.op, ast.MatMult) or self._some_known(v.left, v.right)):
                 return None
             args = [self._operand(e, in_loop, pre) for e in (v.left, v.right)]
-            return self._np_call(BINOPS[type(v.op)], args, label, in_loop)
+            return self._np_call(ops.numpy_name(v.op), args, label, in_loop)
         if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
             if not self._some_known(v.operand):
                 return None
@@ -383,12 +369,12 @@ class Sites:
         if (
             isinstance(v, ast.Compare)
             and len(v.ops) == 1
-            and type(v.ops[0]) in COMPARES
+            and type(v.ops[0]) in ops.COMPARES
         ):
             if not self._some_known(v.left, v.comparators[0]):
                 return None
             args = [self._operand(e, in_loop, pre) for e in (v.left, v.comparators[0])]
-            return self._np_call(COMPARES[type(v.ops[0])], args, label, in_loop)
+            return self._np_call(ops.numpy_name(v.ops[0]), args, label, in_loop)
         if not top:
             return None
         if isinstance(v, ast.Call):
@@ -833,14 +819,8 @@ def _operands(v: ast.expr) -> list[ast.expr]:
 
 
 def _label(e: ast.expr) -> str:
-    if isinstance(e, ast.BinOp):
-        return {
-            ast.Add: "add",
-            ast.Sub: "sub",
-            ast.Mult: "mul",
-            ast.Div: "div",
-            ast.MatMult: "matmul",
-        }.get(type(e.op), "t")
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ops.BUFFERED):
+        return ops.label(e.op)
     if isinstance(e, ast.UnaryOp):
         return "neg"
     if isinstance(e, ast.Compare):

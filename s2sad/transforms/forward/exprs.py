@@ -31,8 +31,7 @@ from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
 from s2sad.transforms.inline import instantiate
-
-NONE, SET, MAYBE = "none", "set", "maybe"
+from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 #: linear primals that accept a container tangent with None entries as it is
 HOLES_OK = {operator.getitem, list, tuple}

@@ -24,9 +24,10 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.front import activity
-from s2sad.transforms.astutil import Namer, anno, assign, call, const, name
-from s2sad.transforms.reverse.statements import BINOPS, UNARYOPS, index_value
-from s2sad.transforms.forward.exprs import NONE, SET, Op, Tangent, op_tangent
+from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
+from s2sad.transforms.ops import BINOPS, UNARYOPS
+from s2sad.transforms.forward.exprs import Op, Tangent, op_tangent
+from s2sad.transforms.lattice import NONE, SET
 
 #: calls that change their first argument in place: f -> position of the new value
 MUTATORS = {support.restore_item: 2, tangents.set_item: 2, tangents.restore_tangent: 2}

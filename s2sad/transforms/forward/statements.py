@@ -19,7 +19,7 @@ import copy
 import inspect
 
 from s2sad.runtime import registry, support, tangents
-from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
@@ -29,8 +29,8 @@ from s2sad.transforms.forward.function import (
     op_of_value,
     rule_tangent,
 )
-from s2sad.transforms.reverse.statements import index_value
-from s2sad.transforms.forward.exprs import MAYBE, NONE, SET, Op, Tangent
+from s2sad.transforms.forward.exprs import Op, Tangent
+from s2sad.transforms.lattice import MAYBE, NONE, SET, join_states
 
 
 def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:
@@ -488,10 +488,7 @@ def _mutator(ff: FunctionForward, s: ast.Expr, fn, out: list[ast.stmt]) -> None:
 
 
 def _join(a: tuple, b: tuple) -> tuple:
-    states: dict[str, str] = {}
-    for x in set(a[0]) | set(b[0]):
-        sa, sb = a[0].get(x, NONE), b[0].get(x, NONE)
-        states[x] = sa if sa == sb else MAYBE
+    states = join_states(a[0], b[0])
     return {x: s for x, s in states.items() if s != NONE}, a[1] | b[1]
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.normalize import CallInfo
+from s2sad.transforms.front.calls import CallInfo
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}

@@ -28,35 +28,11 @@ from typing import Any
 
 
 from s2sad.errors import UnsupportedSyntaxError
+from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front.calls import (
-    CallInfo,
-    CallNormalizer,
-    LocalFunction,
-    classify_object,
-)  # noqa: F401
+from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, _MISSING, lambda_to_def
-
-_OP_NAMES = {
-    ast.Add: "add",
-    ast.Sub: "sub",
-    ast.Mult: "mul",
-    ast.Div: "div",
-    ast.MatMult: "matmul",
-    ast.Pow: "pow",
-    ast.Mod: "mod",
-    ast.FloorDiv: "floordiv",
-    ast.USub: "neg",
-    ast.UAdd: "pos",
-    ast.Not: "not_",
-    ast.Invert: "invert",
-    ast.BitAnd: "and_",
-    ast.BitOr: "or_",
-    ast.BitXor: "xor",
-    ast.LShift: "lshift",
-    ast.RShift: "rshift",
-}
 
 
 class Normalizer(LoopNormalizer, CallNormalizer):
@@ -446,7 +422,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 def _hint(v: ast.expr) -> str:
     """A readable base name for a temporary holding ``v``."""
     if isinstance(v, ast.BinOp) or isinstance(v, ast.UnaryOp):
-        return _OP_NAMES.get(type(v.op), "t")
+        return ops.label(v.op)
     if isinstance(v, ast.Call):
         f = v.func
         return (

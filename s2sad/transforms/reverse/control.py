@@ -21,8 +21,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms.astutil import anno, assign, call, const, name
-
-NONE, SET, MAYBE = "none", "set", "maybe"
+from s2sad.transforms.lattice import MAYBE, NONE, join
 
 
 def compound(rv, s: ast.stmt, in_loop: bool):
@@ -49,7 +48,7 @@ def _if(rv, s: ast.If, in_loop: bool):
         joined = {}
         for g in sorted(set(s1) | set(s2)):
             a, b = s1.get(g, NONE), s2.get(g, NONE)
-            joined[g] = a if a == b else MAYBE
+            joined[g] = join(a, b)
             if entry.get(g, NONE) == NONE and joined[g] != NONE and a != b:
                 pre.append(assign(g, const(None)))
         rv.state = joined

@@ -28,22 +28,11 @@ import numpy as np
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control
 from s2sad.transforms.front.activity import Activity, _is_append
-from s2sad.transforms.astutil import anno, assign, call, const, name
-from s2sad.transforms.front.normalize import CallInfo
+from s2sad.transforms.lattice import MAYBE, NONE, SET
+from s2sad.transforms.ops import BINOPS, UNARYOPS
+from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.inline import definite_positions, instantiate
-
-BINOPS = {
-    ast.Add: np.add,
-    ast.Sub: np.subtract,
-    ast.Mult: np.multiply,
-    ast.Div: np.true_divide,
-    ast.Pow: np.power,
-    ast.MatMult: np.matmul,
-    ast.Mod: np.mod,
-}
-UNARYOPS = {ast.USub: np.negative, ast.UAdd: np.positive}
-
-NONE, SET, MAYBE = "none", "set", "maybe"
 
 
 class FunctionReverser:
@@ -532,13 +521,3 @@ def _named_params(rule_fn) -> int:
     """Number of named positional parameters after (g, ans)."""
     code = rule_fn.__code__
     return max(code.co_argcount - 2, 0)
-
-
-def index_value(idx: ast.expr) -> ast.expr:
-    """An index (with slices) as an ordinary expression: ``1:n`` -> ``slice(1, n, None)``."""
-    if isinstance(idx, ast.Slice):
-        parts = [getattr(idx, k) or const(None) for k in ("lower", "upper", "step")]
-        return call("slice", *parts)
-    if isinstance(idx, ast.Tuple):
-        return ast.Tuple(elts=[index_value(e) for e in idx.elts], ctx=ast.Load())
-    return idx
