@@ -22,22 +22,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from s2sad.transforms.astutil import anno
+
 
 @dataclass(frozen=True)
 class InlineForm:
+    """A rule whose body is one ``return``: its parameters and the returned expression."""
+
     params: tuple[str, ...]
     defaults: dict
-    results: tuple[ast.expr, ...]
+    result: ast.expr  # a tuple of cotangents (adjoints) or one expression (tangents)
     varargs: bool = False  # extra positional arguments are accepted (and unused)
     varkw: bool = False  # extra keyword arguments are accepted (and unused)
+    kwonly: bool = False  # keyword-only or positional-only parameters
+    nested: bool = False  # the expression holds a lambda or a walrus
 
 
 @functools.lru_cache(maxsize=None)
 def inline_form(rule_fn) -> InlineForm | None:
-    """The parsed single-return form of ``rule_fn``, or None if it cannot be inlined."""
+    """The parsed single-return form of ``rule_fn``, or None if it cannot be inlined.
+
+    The returned expression may use the rule's parameters and ``np`` (NumPy
+    itself in the rule's module) and nothing else: a rule calling a helper or
+    reading a global is called by name instead.
+    """
     try:
-        src = textwrap.dedent(inspect.getsource(rule_fn))
-        tree = ast.parse(src)
+        tree = ast.parse(textwrap.dedent(inspect.getsource(rule_fn)))
     except (OSError, TypeError, SyntaxError):
         return None
     fn = tree.body[0]
@@ -49,34 +59,29 @@ def inline_form(rule_fn) -> InlineForm | None:
         and isinstance(body[0], ast.Expr)
         and isinstance(body[0].value, ast.Constant)
     ):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return None
-    value = body[0].value
-    if not isinstance(value, ast.Tuple):
-        return None
-    args = fn.args
-    if args.kwonlyargs or args.posonlyargs:
-        return None
-    params = tuple(a.arg for a in args.args)
+    value, args = body[0].value, fn.args
     defaults = {}
     for a, d in zip(args.args[len(args.args) - len(args.defaults) :], args.defaults):
         if not isinstance(d, ast.Constant):
             return None
         defaults[a.arg] = d.value
+    params = tuple(a.arg for a in args.args)
     used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     if used - set(params) - {"np"}:
         return None  # uses a helper, a star parameter or a global: call it instead
-    if rule_fn.__globals__.get("np") is not np and "np" in used:
-        return None
-    if any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(value)):
+    if "np" in used and rule_fn.__globals__.get("np") is not np:
         return None
     return InlineForm(
         params,
         defaults,
-        tuple(value.elts),
+        value,
         args.vararg is not None,
         args.kwarg is not None,
+        bool(args.kwonlyargs or args.posonlyargs),
+        any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(value)),
     )
 
 
@@ -84,10 +89,32 @@ class _Substitute(ast.NodeTransformer):
     def __init__(self, mapping: dict[str, ast.expr]):
         self.mapping = mapping
 
-    def visit_Name(self, node: ast.Name):
-        if node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])
-        return node
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.deepcopy(self.mapping[node.id]) if node.id in self.mapping else node
+
+
+def _mapping(
+    form: InlineForm,
+    g: ast.expr,
+    ans: ast.expr,
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+) -> dict[str, ast.expr] | None:
+    """Each parameter of the rule -> the expression passed for it (None: no match)."""
+    if len(form.params) < len(args) + 2 and not form.varargs:
+        return None
+    if set(kwargs) - set(form.params) and not form.varkw:
+        return None
+    mapping: dict[str, ast.expr] = {form.params[0]: g, form.params[1]: ans}
+    mapping.update(zip(form.params[2:], args))
+    for p in form.params[2 + len(args) :]:
+        if p in kwargs:
+            mapping[p] = kwargs[p]
+        elif p in form.defaults:
+            mapping[p] = ast.Constant(value=form.defaults[p])
+        else:
+            return None
+    return mapping
 
 
 def instantiate(
@@ -97,33 +124,51 @@ def instantiate(
     args: list[ast.expr],
     kwargs: dict[str, ast.expr],
 ) -> list[ast.expr | None] | None:
-    """Cotangent expressions for each positional arg (None: zero), or None if not inlinable."""
+    """Cotangent expressions for each positional arg (None: zero), or None if not inlinable.
+
+    ``rule_fn`` is an adjoint rule returning a tuple literal, one entry per
+    positional argument.
+    """
     form = inline_form(rule_fn)
-    if form is None or (len(form.params) < len(args) + 2 and not form.varargs):
+    if form is None or form.kwonly or form.nested:
         return None
-    mapping: dict[str, ast.expr] = {form.params[0]: g, form.params[1]: ans}
-    for p, a in zip(form.params[2:], args):
-        mapping[p] = a
-    for p in form.params[2 + len(args) :]:
-        if p in kwargs:
-            mapping[p] = kwargs[p]
-        elif p in form.defaults:
-            mapping[p] = ast.Constant(value=form.defaults[p])
-        else:
-            return None
-    if set(kwargs) - set(form.params) and not form.varkw:
+    if not isinstance(form.result, ast.Tuple):
+        return None
+    mapping = _mapping(form, g, ans, args, kwargs)
+    if mapping is None:
         return None
     out: list[ast.expr | None] = []
     for i in range(len(args)):
-        if i >= len(form.results):
-            out.append(None)
-            continue
-        expr = form.results[i]
-        if isinstance(expr, ast.Constant) and expr.value is None:
+        expr = form.result.elts[i] if i < len(form.result.elts) else None
+        if expr is None or (isinstance(expr, ast.Constant) and expr.value is None):
             out.append(None)
         else:
             out.append(_Substitute(mapping).visit(copy.deepcopy(expr)))
     return out
+
+
+def inline_single(
+    fn, t: ast.expr, ans: ast.expr, args: list[ast.expr], kwargs: dict[str, ast.expr]
+) -> ast.expr | None:
+    """``fn``'s one returned expression with its parameters replaced (a tangent rule
+    ``fn(t, ans, *args)``), or None if it cannot be inlined."""
+    form = inline_form(fn)
+    if form is None or form.varargs or form.varkw or form.kwonly:
+        return None
+    mapping = _mapping(form, t, ans, args, kwargs)
+    return (
+        None
+        if mapping is None
+        else _Substitute(mapping).visit(copy.deepcopy(form.result))
+    )
+
+
+def bind_np(expr: ast.expr, module) -> None:
+    """Point ``np`` in an inlined rule at the emitted module's binding of NumPy."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
+            n.id = module.bind("np", np, ["module", "numpy", "np"])
+            anno(n)["bound"] = True
 
 
 @functools.lru_cache(maxsize=None)

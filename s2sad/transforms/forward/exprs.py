@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
-import functools
-import inspect
 import operator
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +27,7 @@ import numpy as np
 from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
-from s2sad.transforms.inline import instantiate
+from s2sad.transforms.inline import inline_single, instantiate
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 #: linear primals that accept a container tangent with None entries as it is
@@ -276,86 +273,3 @@ def _written(
     else:
         ff.bind_np(expr)
     return Tangent(expr, SET, rule.container)
-
-
-# ---------------------------------------------------------------- inlining written rules
-
-
-@dataclass(frozen=True)
-class _Form:
-    params: tuple[str, ...]
-    defaults: dict
-    result: ast.expr
-
-
-@functools.cache
-def _form(fn: Callable) -> _Form | None:
-    """The single ``return`` expression of ``fn`` over its parameters and ``np``."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    node = tree.body[0]
-    if (
-        not isinstance(node, ast.FunctionDef)
-        or node.args.kwonlyargs
-        or node.args.vararg
-        or node.args.kwarg
-    ):
-        return None
-    body = node.body
-    if (
-        body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-    ):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        return None
-    params = tuple(a.arg for a in node.args.args)
-    defaults = {}
-    for a, d in zip(
-        node.args.args[len(params) - len(node.args.defaults) :], node.args.defaults
-    ):
-        if not isinstance(d, ast.Constant):
-            return None
-        defaults[a.arg] = d.value
-    used = {n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)}
-    if used - set(params) - {"np"} or (
-        "np" in used and fn.__globals__.get("np") is not np
-    ):
-        return None
-    return _Form(params, defaults, body[0].value)
-
-
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, mapping: dict[str, ast.expr]):
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        return copy.deepcopy(self.mapping[node.id]) if node.id in self.mapping else node
-
-
-def inline_single(
-    fn: Callable,
-    t: ast.expr,
-    ans: ast.expr,
-    args: list[ast.expr],
-    kwargs: dict[str, ast.expr],
-) -> ast.expr | None:
-    """``fn``'s return expression with its parameters replaced, or None if not inlinable."""
-    form = _form(fn)
-    if form is None or len(form.params) < len(args) + 2:
-        return None
-    mapping: dict[str, ast.expr] = {form.params[0]: t, form.params[1]: ans}
-    mapping.update(zip(form.params[2:], args))
-    for p in form.params[2 + len(args) :]:
-        if p in kwargs:
-            mapping[p] = kwargs[p]
-        elif p in form.defaults:
-            mapping[p] = const(form.defaults[p])
-        else:
-            return None
-    if set(kwargs) - set(form.params):
-        return None
-    return _Substitute(mapping).visit(copy.deepcopy(form.result))

@@ -23,6 +23,7 @@ import numpy as np
 
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry, support, tangents
+from s2sad.transforms import inline
 from s2sad.transforms.front import activity
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
 from s2sad.transforms.ops import BINOPS, UNARYOPS
@@ -81,10 +82,7 @@ class FunctionForward:
 
     def bind_np(self, expr: ast.expr) -> None:
         """Point ``np`` in an inlined rule at the module's binding of NumPy."""
-        for n in ast.walk(expr):
-            if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
-                n.id = self.module.bind("np", np, ["module", "numpy", "np"])
-                anno(n)["bound"] = True
+        inline.bind_np(expr, self.module)
 
     def np_attr(self, attr: str) -> ast.expr:
         alias = self.module.bind("np", np, ["module", "numpy", "np"])

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import operator
 
-import numpy as np
 
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control
@@ -32,7 +31,7 @@ from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
 from s2sad.transforms.front.calls import CallInfo
-from s2sad.transforms.inline import definite_positions, instantiate
+from s2sad.transforms.inline import bind_np, definite_positions, instantiate
 
 
 class FunctionReverser:
@@ -264,20 +263,9 @@ class FunctionReverser:
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
         definite = set(range(len(args)))
         self.direct_assigned = {}
-        if exprs is not None:
-            np_alias = None
-            for e in exprs:
-                for n in ast.walk(e) if e is not None else ():
-                    if (
-                        isinstance(n, ast.Name)
-                        and n.id == "np"
-                        and not anno(n).get("bound")
-                    ):
-                        np_alias = np_alias or self.fc.module.bind(
-                            "np", np, ["module", "numpy", "np"]
-                        )
-                        n.id = np_alias
-                        anno(n)["bound"] = True
+        for e in exprs or ():
+            if e is not None:
+                bind_np(e, self.fc.module)
         if exprs is None:
             exprs = self.called_rule(rule, gx, ans, args, kwargs, wanted, out)
             definite = definite_positions(rule.adjoint)
