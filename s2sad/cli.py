@@ -127,10 +127,18 @@ def write_if_changed(path: Path, text: str) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.after is not None:
+        from s2sad.pipeline import PASS_NAMES
+
+        if args.after not in PASS_NAMES:
+            raise UserError(
+                f"--after {args.after}: no such pass; the passes are "
+                + ", ".join(PASS_NAMES)
+            )
     file, name = split_target(args.target)
     module = import_model(file)
     sources = compile_all(
-        select(module, [name] if name else [], args.argnums, args.mode)
+        select(module, [name] if name else [], args.argnums, args.mode), args.after
     )
     text = "\n\n".join(sources)
     sys.stdout.write(highlight(text, args.color))
@@ -325,6 +333,13 @@ def _add_show(commands) -> None:
         choices=("grad", "jvp"),
         default="grad",
         help="grad: the reverse-mode gradient (default); jvp: the forward-mode module",
+    )
+    p.add_argument(
+        "--after",
+        metavar="PASS",
+        help="print each function's code after this compiler pass instead of the "
+        "emitted module (validate, desugar, normalize, bind, activity, aliasing, "
+        "reverse, forward, cleanup, assemble, buffers, connect, imports, emit)",
     )
     p.add_argument(
         "--color",

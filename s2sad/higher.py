@@ -236,8 +236,8 @@ class JvpFunction(CompiledModule):
         args = target.prepare(values)
 
         def compile_source():
-            return forward.compile_function(
-                target.fn, target.argnums, target.options, tuple(args)
+            return pipeline.compile_function(
+                target.fn, target.argnums, target.options, tuple(args), mode="forward"
             )
 
         module, path, source = cache.load(

@@ -158,7 +158,9 @@ def select(
     for attr, obj in found:
         if id(obj) not in seen:
             seen.add(id(obj))
-            targets.append(dataclasses.replace(_target(attr, obj, argnums, where), mode=mode))
+            targets.append(
+                dataclasses.replace(_target(attr, obj, argnums, where), mode=mode)
+            )
     return targets
 
 
@@ -222,21 +224,31 @@ def _location(fun: Callable) -> str:
     return f"{display(file)}:{_first_line(fun)}"
 
 
-def emit(target: Target) -> str:
-    """The standalone gradient module's source; compile problems become UserError."""
+def emit(target: Target, after: str | None = None) -> str:
+    """The standalone gradient module's source; compile problems become UserError.
+
+    With ``after`` (a pass name), the code after that pass instead, for every
+    function the module holds.
+    """
     from s2sad import pipeline
     from s2sad.transforms.emit import BINDINGS_TAG
 
+    dumps: list[str] = []
     try:
         if target.mode == "jvp":
             from s2sad.transforms.forward import assembly as forward
 
-            options = forward.ForwardOptions(standalone=True)
-            source, _ = forward.compile_function(target.fun, target.argnums, options)
+            options, mode = forward.ForwardOptions(standalone=True), "forward"
         else:
-            source, _ = pipeline.compile_function(
-                target.fun, target.argnums, target.options
-            )
+            options, mode = target.options, "reverse"
+        source, _ = pipeline.compile_function(
+            target.fun,
+            target.argnums,
+            options,
+            mode=mode,
+            dump_after=after,
+            dump=dumps.append,
+        )
     except LocatedError as exc:
         problems = [
             dataclasses.replace(p, filename=display(p.filename)) for p in exc.problems
@@ -244,6 +256,8 @@ def emit(target: Target) -> str:
         raise UserError(str(LocatedError(problems))) from exc
     except S2SADError as exc:
         raise UserError(f"{_location(target.fun)}: {exc}") from exc
+    if after is not None:
+        return "\n".join(dumps)
     bound = [
         json.loads(line[len(BINDINGS_TAG) :])
         for line in source.splitlines()
@@ -287,12 +301,12 @@ def output_names(module: ModuleType, targets: list[Target]) -> list[str]:
     return names
 
 
-def compile_all(targets: list[Target]) -> list[str]:
+def compile_all(targets: list[Target], after: str | None = None) -> list[str]:
     """Every target's source, or one UserError listing every failure."""
     sources, failures = [], []
     for t in targets:
         try:
-            sources.append(emit(t))
+            sources.append(emit(t, after))
         except UserError as exc:
             failures.append(exc)
     if failures:

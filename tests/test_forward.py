@@ -14,6 +14,7 @@ import pytest
 
 import s2sad
 from s2sad import higher as forward
+from s2sad import pipeline
 from s2sad.errors import (
     MissingRuleError,
     NonDifferentiableArgumentError,
@@ -124,7 +125,7 @@ def test_emitted_code_reads_like_the_source():
 
 
 def test_loop_carried_tangent_starts_as_none_and_is_filled_once_needed():
-    source, _ = forward_transform.compile_function(cases_loops.rnn_loop, (1,))
+    source, _ = pipeline.compile_function(cases_loops.rnn_loop, (1,), mode="forward")
     assert "t_h = None" in source  # h0 has no tangent: the first iteration's is zero
     assert "t_h = or_zeros(t_h, h)" in source
     assert "t_W @ h + W @ t_h" in source
@@ -132,8 +133,8 @@ def test_loop_carried_tangent_starts_as_none_and_is_filled_once_needed():
 
 def test_emitted_module_is_deterministic_and_standalone():
     options = forward_transform.ForwardOptions(standalone=True)
-    first, _ = forward_transform.compile_function(fc.with_dict, (0,), options)
-    second, _ = forward_transform.compile_function(fc.with_dict, (0,), options)
+    first, _ = pipeline.compile_function(fc.with_dict, (0,), options, mode="forward")
+    second, _ = pipeline.compile_function(fc.with_dict, (0,), options, mode="forward")
     assert first == second
     assert "Names bound by s2sad" not in first  # everything is imported
     namespace: dict = {}
@@ -199,7 +200,7 @@ def test_second_call_reuses_the_compiled_module(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(forward_transform, "compile_function", refuse)
+    monkeypatch.setattr(pipeline, "compile_function", refuse)
     f_jvp(x, np.ones(5))  # in-process entry
     s2sad.jvp(fc.moments)(x, np.ones(5))  # a new object: the on-disk cache
 

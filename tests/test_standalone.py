@@ -206,7 +206,9 @@ def test_module_of_a_decorated_model_runs_with_the_compiler_blocked(tmp_path):
     """The model's @s2sad.grad needs the (light) API, but never the compiler."""
     (tmp_path / "decorated.py").write_text(DECORATED_MODEL)
     cli(tmp_path, "compile", "decorated.py", "-o", "out")
-    blocked = BLOCKED.replace(repr(COMPILER), repr(tuple(m for m in COMPILER if m != "s2sad.api")))
+    blocked = BLOCKED.replace(
+        repr(COMPILER), repr(tuple(m for m in COMPILER if m != "s2sad.api"))
+    )
     code = blocked + textwrap.dedent("""\
         sys.path[:0] = ["out", "."]
         import numpy as np

@@ -129,3 +129,27 @@ class Namer:
             i += 1
         self.used.add(candidate)
         return candidate
+
+
+def function_def(
+    fn_name: str, params: list[str], body: list[ast.stmt]
+) -> ast.FunctionDef:
+    """A plain ``def fn_name(*params): body`` node."""
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in params],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+        vararg=None,
+        kwarg=None,
+    )
+    return ast.FunctionDef(
+        name=fn_name,
+        args=args,
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )

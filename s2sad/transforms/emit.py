@@ -19,10 +19,11 @@ import importlib
 import inspect
 import json
 import os
-import re
 import types
 from dataclasses import dataclass
 from typing import Any
+
+from s2sad.transforms import comments
 
 VERSION = "0.1.0"
 CONTENT_TAG = "# s2sad-content-sha256: "
@@ -45,7 +46,7 @@ def run(module, header: Header) -> str:
     _rename_helpers(module, body)
     ast.fix_missing_locations(body)
     text = ast.unparse(body)
-    text = _restore_comments(text, module.comments)
+    text = comments.restore(text, module.comments)
     import black  # only when formatting: loading a cached module needs no black
 
     text = black.format_str(text, mode=black.Mode(line_length=88))
@@ -144,18 +145,6 @@ def _rename_helpers(module, tree: ast.Module) -> None:
             n.id = f"{n.id}_"
         if isinstance(n, ast.alias) and n.name in clash and n.asname is None:
             n.asname = f"{n.name}_"
-
-
-def _restore_comments(text: str, comments: list[str]) -> str:
-    """Marker strings -> ``# comment`` lines (a marker opening a body unparses as a
-    docstring, hence the two quote styles)."""
-
-    def repl(m: re.Match) -> str:
-        return f"{m.group(1)}# {comments[int(m.group(2))]}"
-
-    return re.sub(
-        r"^( *)(?:'|\"\"\")S2SAD_COMMENT_(\d+)(?:'|\"\"\")$", repl, text, flags=re.M
-    )
 
 
 def source_hash(fn: Any) -> str:

@@ -180,9 +180,9 @@ def test_normalize_ternary_becomes_branch():
 
 
 def test_comment_markers_become_comments_even_where_they_open_a_body():
-    from s2sad.transforms.emit import _restore_comments
+    from s2sad.transforms.comments import restore
 
-    text = "def f():\n    \"\"\"S2SAD_COMMENT_0\"\"\"\n    x = 1\n    'S2SAD_COMMENT_1'"
-    assert _restore_comments(text, ["grad of: a", "grad of: b"]) == (
+    text = 'def f():\n    """S2SAD_COMMENT_0"""\n    x = 1\n    \'S2SAD_COMMENT_1\''
+    assert restore(text, ["grad of: a", "grad of: b"]) == (
         "def f():\n    # grad of: a\n    x = 1\n    # grad of: b"
     )

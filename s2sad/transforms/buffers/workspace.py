@@ -507,8 +507,26 @@ class Sites:
         return self.namer.fresh(base)
 
 
-def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) -> bool:
-    """Rewrite ``fn`` in place; True when it got at least one site (and ``ws``).
+def function_pass(job: Any, module: Any) -> None:
+    """The pipeline's ``buffers`` pass: sites in the function(s) a job emitted."""
+    if job.top:
+        if module.options.optimize and module.options.workspace:
+            job.functions += run(job.functions[0], module, job.namer, module.examples)
+    elif wanted(module, module.examples):
+        for f in job.functions:
+            run_callee(f, module, job.namer)
+
+
+def connect_pass(module: Any) -> None:
+    """The pipeline's ``connect`` pass: ``ws`` handed on to callees with buffers."""
+    if wanted(module, module.examples):
+        connect(module.functions, module)
+
+
+def run(
+    fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]
+) -> list[ast.stmt]:
+    """Rewrite ``fn`` in place; module-level statements to emit after it.
 
     ``examples`` maps parameters to the values of the call being compiled (empty
     when compiling ahead of time): ints, bools and strings among them are sizes
@@ -519,11 +537,11 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
     if not wanted(module, examples):
         if examples and not any(_has_array(v) for v in examples.values()):
             _scalar_math(fn, module)
-        return False
+        return []
     fixed = {p: type(examples.get(p)) in (int, bool, str) for p in params}
     sites = _rewritten(fn, module, namer, fixed, callee=False)
     if sites is None:
-        return False
+        return []
     _finalize_into_results(fn, module)
     _add_ws_param(fn, module)
     for site, donor in _dying_operands(fn, sites.np).items():
@@ -535,8 +553,8 @@ def run(fn: ast.FunctionDef, module: Any, namer: Any, examples: dict[str, Any]) 
             keys=[ast.Constant(k) for k in sites.shares],
             values=[ast.Constant(v) for v in sites.shares.values()],
         )
-        fn.s2sad_after = [ast.Assign(targets=[attr], value=table, type_comment=None)]
-    return True
+        return [ast.Assign(targets=[attr], value=table, type_comment=None)]
+    return []
 
 
 def _site_key(call: ast.Call) -> str | None:

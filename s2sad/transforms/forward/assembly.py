@@ -30,158 +30,84 @@ The emitted module is itself valid input: compiling the gradient module of
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import dataclasses
-import re
 from dataclasses import dataclass
-from typing import Any
 
-from s2sad import pipeline
 from s2sad.errors import MissingRuleError, S2SADError
+from s2sad.options import Options
 from s2sad.runtime import tangents
-from s2sad.transforms import emit
-from s2sad.transforms.forward import cleanup as tangent_cleanup
-from s2sad.transforms.forward import statements as forward_stmts
-from s2sad.transforms.front import activity, desugar, normalize, parse, validate
-from s2sad.transforms.astutil import Namer, anno, call, const
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.astutil import anno, call, const, function_def
+from s2sad.transforms.forward import cleanup as cleanup_pass
+from s2sad.transforms.forward import statements
 from s2sad.transforms.forward.function import FunctionForward, mutator_position
-from s2sad.transforms.forward.exprs import SET
-
-#: helpers of s2sad.runtime.tangents that generated code may call
-TANGENT_HELPERS = (
-    "or_zeros",
-    "filled",
-    "broadcast_like",
-    "zero_entry",
-    "set_item",
-    "restore_tangent",
-    "finish",
-    "jvp_scalar",
-    "jvp_reduction",
-)
+from s2sad.transforms.front import activity as activity_pass
+from s2sad.transforms.lattice import SET
 
 
 @dataclass
-class ForwardOptions(pipeline.Options):
+class ForwardOptions(Options):
     """Options of a forward-mode module (the key keeps them apart in the cache)."""
 
     def key(self) -> str:
         return f"mode=jvp,{super().key()},tangents={tangents.fingerprint()}"
 
 
-@dataclass
-class JvpSpec:
-    name: str
-    info: CallInfo
-    pattern: tuple  # per argument: 0 no tangent, 1 tangent, 2 tangent with None entries
-    site: Any = None  # for a runtime function differentiated from its source: the call
+def unstar(job, module) -> None:
+    """``a, b, *_ = v`` (as gradient modules unpack rule results) -> ``a, b = v[:2]``."""
+    _unstar(job.node)
 
 
-class ForwardModule(pipeline.ModuleBuilder):
-    """The functions, imports and bindings of one emitted forward-mode module."""
-
-    def __init__(self, options: pipeline.Options):
-        super().__init__(options)
-        self.jvp_specs: dict[tuple, JvpSpec] = {}
-        self.jvp_queue: list[tuple[JvpSpec, parse.ParsedFunction]] = []
-
-    def request_jvp(
-        self, info: CallInfo, pattern: tuple, caller: FunctionForward, site: Any = None
-    ) -> str:
-        """The name of the ``_jvp`` twin of a called user function, queued if new.
-
-        ``site`` (a Problem at the call) marks a runtime function without a tangent
-        rule whose source is differentiated instead.
-        """
-        if info.kind == "local":
-            local = caller.local_functions[info.target]
-            key: tuple = ("local", id(local.node), pattern)
-            base = info.target
-        else:
-            key, base = ("user", info.target, pattern), info.target.__name__
-        spec = self.jvp_specs.get(key)
-        if spec is None:
-            spec = JvpSpec(self.namer.fresh(f"{base}_jvp"), info, pattern, site)
-            self.jvp_specs[key] = spec
-            if info.kind == "local":
-                node = copy.deepcopy(local.node)
-                parsed = parse.ParsedFunction(
-                    node, caller.parsed.source, caller.parsed.env
-                )
-                parsed.local_functions = caller.local_functions
-            else:
-                parsed = parse.parse_function(info.target)
-            self.jvp_queue.append((spec, parsed))
-        return spec.name
-
-    def snapshot(self) -> tuple:
-        return (
-            set(self.namer.used),
-            len(self.comments),
-            dict(self.jvp_specs),
-            list(self.jvp_queue),
-            dict(self.bindings),
-            dict(self.origins),
-            dict(self.rule_imports),
-            set(self.helpers_used),
-        )
-
-    def restore(self, snap: tuple) -> None:
-        used, n_comments, specs, queue, bindings, origins, imports, helpers = snap
-        self.namer.used = used
-        del self.comments[n_comments:]
-        self.jvp_specs, self.jvp_queue = specs, queue
-        self.bindings, self.origins = bindings, origins
-        self.rule_imports, self.helpers_used = imports, helpers
+def activity(job, module) -> None:
+    """Names that depend on the differentiated parameters and reach the output."""
+    never = _loop_counters(job.node)
+    stmts = list(activity_pass.simple_statements(job.node.body))
+    flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
+    job.act = activity_pass.solve(job.node, job.wrt, flows, useful_needs_active=False)
+    job.act.never = never  # loop counters: never a tangent
 
 
-def compile_function(
-    fn: Any,
-    argnums: tuple[int, ...],
-    options: pipeline.Options | None = None,
-    example_args: tuple = (),
-) -> tuple[str, dict[str, Any]]:
-    """Compile ``fn``'s Jacobian-vector product w.r.t. ``argnums``: (source, bindings).
+def differentiate(job, module) -> None:
+    """Each statement followed by the statements computing its tangent."""
+    ff = FunctionForward(module, job.parsed, job.namer, job.norm, job.act, job.params)
+    for p, code in job.codes.items():
+        ff.state[p] = SET
+        if code == 2:
+            ff.holey.add(p)
+    body = statements.block(ff, job.node.body[:-1])
+    ret = job.node.body[-1].value
+    t_ret = ff.tangent_of_atom(ret, body)
+    if job.top:
+        t_ret = call(ff.rule_ref(tangents.finish), t_ret, copy.deepcopy(ret))
+    ff.raise_problems()
+    result = ast.Tuple(elts=[ret, t_ret], ctx=ast.Load())
+    job.body, job.state = body + [ast.Return(value=result)], ff
 
-    The module's first function is ``<fn>_jvp(*params, *tangents) -> (value, tangent)``
-    with one tangent per entry of ``argnums``, in that order.
-    """
-    module = ForwardModule(options or ForwardOptions())
-    module.top_fn = fn
-    parsed = parse.parse_function(fn)
-    params = _params(parsed.node)
-    parsed.example_args = dict(zip(params, example_args))
-    wrt = [params[i] for i in argnums]
-    top = module.namer.fresh(f"{parsed.node.name}_jvp")
-    module.functions.append(
-        _compile(module, parsed, {p: 1 for p in wrt}, wrt, top, True)
+
+def cleanup(job, module) -> None:
+    """Drop tangent statements nothing reads."""
+    job.body = cleanup_pass.run(job.body)
+
+
+def assemble(job, module) -> None:
+    """``<f>_jvp(*params, *tangents) -> (value, tangent)``."""
+    tparams = [job.state.t(p) for p in job.wrt]
+    job.functions = [function_def(job.names[0], job.params + tparams, job.body)]
+
+
+def callee_failed(job, exc: S2SADError) -> S2SADError:
+    """A runtime function without a tangent rule whose source could not be
+    differentiated either: the error names the user's call, not the library."""
+    if job.site is None:
+        return exc
+    hint = (
+        f"{job.site.hint}\n(differentiating its source failed: "
+        f"{str(exc).splitlines()[0]})"
     )
-    while module.jvp_queue:
-        spec, callee = module.jvp_queue.pop(0)
-        callee_params = _params(callee.node)
-        codes = {p: c for p, c in zip(callee_params, spec.pattern) if c}
-        try:
-            module.functions.append(
-                _compile(module, callee, codes, list(codes), spec.name, False)
-            )
-        except S2SADError as exc:
-            if spec.site is None:
-                raise
-            raise MissingRuleError(
-                dataclasses.replace(
-                    spec.site,
-                    hint=f"{spec.site.hint}\n(differentiating its source failed: "
-                    f"{str(exc).splitlines()[0]})",
-                )
-            ) from exc
-    _rename_clashing_imports(module)
-    text = emit.run(module, emit.Header(parsed.source, wrt, fn))
-    return _docstring_comments(text, module.comments), dict(module.bindings)
+    return MissingRuleError(dataclasses.replace(job.site, hint=hint))
 
 
-def _rename_clashing_imports(module: ForwardModule) -> None:
+def rename_clashing_imports(module) -> None:
     """Rename an imported rule or helper that a variable of some function shadows."""
     tree = ast.Module(body=module.functions, type_ignores=[])
     refs = [
@@ -201,66 +127,6 @@ def _rename_clashing_imports(module: ForwardModule) -> None:
             for n in refs:
                 if n.id == alias:
                     n.id = new
-
-
-def _docstring_comments(text: str, comments: list[str]) -> str:
-    """A comment that opens a function body is unparsed as a docstring: restore it."""
-
-    def repl(m: re.Match) -> str:
-        return f"{m.group(1)}# {comments[int(m.group(2))]}"
-
-    return re.sub(r'^( *)"""S2SAD_COMMENT_(\d+)"""$', repl, text, flags=re.MULTILINE)
-
-
-def _params(node: ast.FunctionDef) -> list[str]:
-    a = node.args
-    return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
-
-
-def _compile(
-    module: ForwardModule,
-    parsed: parse.ParsedFunction,
-    codes: dict[str, int],
-    wrt: list[str],
-    fn_name: str,
-    top: bool,
-) -> ast.FunctionDef:
-    """One function's ``_jvp`` twin: tangent parameters ``t_<p>`` for ``wrt``."""
-    _unstar(parsed.node)
-    validate.run(parsed)
-    node = parsed.node
-    node.args.args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-    node.args.posonlyargs, node.args.kwonlyargs, node.args.kw_defaults = [], [], []
-    node.args.defaults = []
-    namer = Namer(
-        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
-        | module.namer.used
-        | set(pipeline.HELPERS)
-        | set(TANGENT_HELPERS)
-    )
-    desugar.run(node, namer)
-    node, norm = normalize.run(parsed, namer)
-    _bind_statics(module, node, norm, parsed)
-    never = _loop_counters(node)
-    ff = FunctionForward(
-        module, parsed, namer, norm, _activity(node, wrt, never), _params(node)
-    )
-    ff.never = never
-    for p in wrt:
-        ff.state[p] = SET
-        if codes.get(p) == 2:
-            ff.holey.add(p)
-    tparams = [ff.t(p) for p in wrt]
-    body = forward_stmts.block(ff, node.body[:-1])
-    ret = node.body[-1].value
-    t_ret = ff.tangent_of_atom(ret, body)
-    if top:
-        t_ret = call(ff.rule_ref(tangents.finish), t_ret, copy.deepcopy(ret))
-    ff.raise_problems()
-    result = ast.Tuple(elts=[ret, t_ret], ctx=ast.Load())
-    body = tangent_cleanup.run(body + [ast.Return(value=result)])
-    return pipeline._def(fn_name, _params(node) + tparams, body)
 
 
 def _unstar(node: ast.FunctionDef) -> None:
@@ -287,32 +153,8 @@ def _unstar(node: ast.FunctionDef) -> None:
             )
 
 
-def _bind_statics(module: ForwardModule, node: ast.FunctionDef, norm, parsed) -> None:
-    """Give every non-local name a module-level binding (as the reverse pipeline does)."""
-    for sub in ast.walk(node):
-        if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
-            continue
-        if (
-            sub.id in norm.locals
-            or sub.id in norm.local_functions
-            or anno(sub).get("helper")
-        ):
-            continue
-        obj = parsed.env.lookup(sub.id)
-        if obj is parse._MISSING or getattr(builtins, sub.id, parse._MISSING) is obj:
-            continue
-        if sub.id in parsed.env.cells:
-            origin = ["closure", sub.id] if parsed.fn is module.top_fn else None
-        else:
-            origin = ["module", parsed.env.globals.get("__name__", "__main__"), sub.id]
-        sub.id = module.bind(sub.id, obj, origin)
-
-
-# ---------------------------------------------------------------- activity
-
-
 def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
-    """activity._flow, plus the in-place helpers of emitted gradient modules."""
+    """activity.flow, plus the in-place helpers of emitted gradient modules."""
     if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
         info = anno(s.value).get("call")
         pos = (
@@ -325,7 +167,7 @@ def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
             return args[0].id, [
                 a.id for a in (args[0], args[pos]) if isinstance(a, ast.Name)
             ]
-    return activity._flow(s)
+    return activity_pass.flow(s)
 
 
 def _loop_counters(node: ast.FunctionDef) -> set[str]:
@@ -341,12 +183,3 @@ def _loop_counters(node: ast.FunctionDef) -> set[str]:
         for n in (s.target, s.iter)
         if isinstance(n, ast.Name)
     }
-
-
-def _activity(
-    node: ast.FunctionDef, wrt: list[str], never: set[str]
-) -> activity.Activity:
-    """Names that depend on ``wrt`` and names that reach the returned value."""
-    stmts = list(activity.simple_statements(node.body))
-    flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
-    return activity.solve(node, wrt, flows, useful_needs_active=False)

@@ -54,7 +54,7 @@ class FunctionForward:
         self.act = act
         self.params = set(params)
         self.local_functions = {
-            **getattr(parsed, "local_functions", {}),
+            **parsed.local_functions,
             **norm.local_functions,
         }
         self.state: dict[str, str] = {}
@@ -63,7 +63,7 @@ class FunctionForward:
         self.problems: list = []
         self.missing: list = []
         self.last_origin: int | None = None
-        self.never: set[str] = set()
+        self.never: set[str] = act.never  # loop counters
 
     # .................................................................. names and state
     def t(self, x: str) -> str:

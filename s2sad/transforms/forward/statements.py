@@ -299,7 +299,9 @@ def user_call(
     pattern = tuple(
         0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
     )
-    fname = ff.module.request_jvp(info, pattern, ff, site)
+    fname = ff.module.request(info, pattern, ff.parsed, ff.local_functions, site).names[
+        0
+    ]
     jvp_call = ast.Call(
         func=name(fname),
         args=list(v.args) + [name(ff.t(a.id)) for a in active],

@@ -41,6 +41,8 @@ INACTIVE_BINOPS = (
 class Activity:
     active: set[str] = field(default_factory=set)
     useful: set[str] = field(default_factory=set)
+    #: names that never carry a derivative whatever flows into them (loop counters)
+    never: set[str] = field(default_factory=set)
 
     def needs_adjoint(self, n: str) -> bool:
         return n in self.active and n in self.useful
@@ -114,7 +116,7 @@ def _names(e: ast.expr) -> list[str]:
 def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
     """Compute activity for ``node`` differentiated with respect to ``wrt``."""
     stmts = list(simple_statements(node.body))
-    act = solve(node, wrt, [_flow(s) for s in stmts], useful_needs_active=True)
+    act = solve(node, wrt, [flow(s) for s in stmts], useful_needs_active=True)
     _check(stmts, act, node, source)
     return act
 
@@ -157,7 +159,7 @@ def solve(
     return act
 
 
-def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
+def flow(s: ast.stmt) -> tuple[str | None, list[str]]:
     """(name whose value the statement sets or mutates, names flowing into it)."""
     if isinstance(s, ast.Assign):
         target = s.targets[0]
@@ -165,12 +167,12 @@ def _flow(s: ast.stmt) -> tuple[str | None, list[str]]:
             return target.id, operands(s.value)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             return target.value.id, _names(s.value) + [target.value.id]
-    if isinstance(s, ast.Expr) and _is_append(s):
+    if isinstance(s, ast.Expr) and is_append(s):
         return s.value.func.value.id, _names(s.value.args[0])
     return None, []
 
 
-def _is_append(s: ast.stmt) -> bool:
+def is_append(s: ast.stmt) -> bool:
     return (
         isinstance(s, ast.Expr)
         and isinstance(s.value, ast.Call)
@@ -187,11 +189,11 @@ def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
     for s in stmts:
         for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
             _check_call(call, act, source, missing, unsupported)
-        target, _ = _flow(s)
+        target, _ = flow(s)
         if (
             isinstance(s, ast.Expr)
             and isinstance(s.value, ast.Call)
-            and not _is_append(s)
+            and not is_append(s)
         ):
             if _check_discarded_method(s.value, act, source, unsupported):
                 continue

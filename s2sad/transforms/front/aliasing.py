@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.errors import AliasingError
-from s2sad.transforms.front.activity import Activity, _is_append
+from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.astutil import anno
 
 VIEW_METHODS = {
@@ -95,7 +95,7 @@ def _containers(node: ast.FunctionDef) -> set[str]:
             and isinstance(s.value, (ast.List, ast.Tuple, ast.Dict))
         ):
             out.add(s.targets[0].id)
-        if isinstance(s, ast.Expr) and _is_append(s):
+        if isinstance(s, ast.Expr) and is_append(s):
             out.add(s.value.func.value.id)
     return out
 
@@ -143,7 +143,7 @@ class _Checker:
             self.mutate(base, s, state)
             if isinstance(s.value, ast.Name) and base in self.containers:
                 state.observe(base, s.value.id)
-        elif _is_append(s):
+        elif is_append(s):
             lst = s.value.func.value.id
             self.mutate(lst, s, state)
             if isinstance(s.value.args[0], ast.Name):

@@ -20,7 +20,7 @@ from typing import Any
 
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import const, name
-from s2sad.transforms.front.parse import _MISSING
+from s2sad.transforms.front.parse import MISSING
 
 
 @dataclass
@@ -88,7 +88,7 @@ class CallNormalizer:
             return CallInfo("local", func.id)
         if self.is_static(func):
             obj = self.resolve(func)
-            if obj is _MISSING:
+            if obj is MISSING:
                 self.error(
                     func,
                     f"unresolved name '{ast.unparse(func)}'",
@@ -103,9 +103,7 @@ class CallNormalizer:
                 isinstance(receiver, ast.Name)
                 and receiver.id in self.parsed.example_args
             ):
-                obj = getattr(
-                    self.parsed.example_args[receiver.id], func.attr, _MISSING
-                )
+                obj = getattr(self.parsed.example_args[receiver.id], func.attr, MISSING)
                 if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
                     return CallInfo("user", obj.__func__, {"self": name(receiver.id)})
             return CallInfo("method", func.attr)

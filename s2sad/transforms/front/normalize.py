@@ -32,7 +32,7 @@ from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
-from s2sad.transforms.front.parse import ParsedFunction, _MISSING, lambda_to_def
+from s2sad.transforms.front.parse import ParsedFunction, MISSING, lambda_to_def
 
 
 class Normalizer(LoopNormalizer, CallNormalizer):
@@ -91,9 +91,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         if isinstance(expr, ast.Name):
             return self.env.lookup(expr.id)
         base = self.resolve(expr.value)
-        if base is _MISSING:
-            return _MISSING
-        return getattr(base, expr.attr, _MISSING)
+        if base is MISSING:
+            return MISSING
+        return getattr(base, expr.attr, MISSING)
 
     # ------------------------------------------------------------------ blocks
     def block(

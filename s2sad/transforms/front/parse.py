@@ -27,7 +27,7 @@ import gast
 
 from s2sad.errors import Problem, SourceUnavailableError, UnsupportedSyntaxError
 
-_MISSING = object()
+MISSING = object()
 
 
 class Env:
@@ -48,15 +48,15 @@ class Env:
             self.cells.update(extra)
 
     def lookup(self, name: str) -> Any:
-        """The object bound to ``name``, or the module-private ``_MISSING`` marker."""
+        """The object bound to ``name``, or the module-private ``MISSING`` marker."""
         if name in self.cells:
             return self.cells[name]
         if name in self.globals:
             return self.globals[name]
-        return getattr(builtins, name, _MISSING)
+        return getattr(builtins, name, MISSING)
 
     def has(self, name: str) -> bool:
-        return self.lookup(name) is not _MISSING
+        return self.lookup(name) is not MISSING
 
 
 @dataclass
@@ -83,6 +83,8 @@ class ParsedFunction:
     env: Env
     fn: Any = None
     example_args: dict[str, Any] = field(default_factory=dict)
+    #: a local function compiled as a callee: the enclosing function's local functions
+    local_functions: dict[str, Any] = field(default_factory=dict)
 
 
 def function_source(fn: Any) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms.astutil import anno
+from s2sad.transforms.comments import is_marker
 
 
 def run(
@@ -149,22 +150,13 @@ def _prune(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _effective(stmts: list[ast.stmt]) -> bool:
-    return any(not _is_comment(s) and not isinstance(s, ast.Pass) for s in stmts)
-
-
-def _is_comment(s: ast.stmt) -> bool:
-    return (
-        isinstance(s, ast.Expr)
-        and isinstance(s.value, ast.Constant)
-        and isinstance(s.value.value, str)
-        and s.value.value.startswith("S2SAD_COMMENT_")
-    )
+    return any(not is_marker(s) and not isinstance(s, ast.Pass) for s in stmts)
 
 
 def _drop_dangling_comments(stmts: list[ast.stmt]) -> list[ast.stmt]:
     out = []
     for i, s in enumerate(stmts):
-        if _is_comment(s) and (i + 1 == len(stmts) or _is_comment(stmts[i + 1])):
+        if is_marker(s) and (i + 1 == len(stmts) or is_marker(stmts[i + 1])):
             continue
         out.append(s)
     return out

@@ -26,7 +26,7 @@ import operator
 
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control
-from s2sad.transforms.front.activity import Activity, _is_append
+from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
@@ -155,7 +155,7 @@ class FunctionReverser:
             return self.assign_stmt(s, in_loop)
         if isinstance(s, ast.Assign):
             return self.setitem_stmt(s, in_loop)
-        if _is_append(s):
+        if is_append(s):
             return self.append_stmt(s)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             return [ast.Expr(value=self.forward_call(s.value, None, in_loop)[0])], list
@@ -384,7 +384,7 @@ class FunctionReverser:
         if not any(pattern) or not useful:
             if info.kind == "user":
                 return v, None
-            fwd_name, _ = self.fc.module.request(info, pattern, self.fc)
+            fwd_name = self.fc.request(info, pattern).names[0]
             return (
                 ast.Subscript(
                     value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
@@ -393,7 +393,7 @@ class FunctionReverser:
                 ),
                 None,
             )
-        fwd_name, bwd_name = self.fc.module.request(info, pattern, self.fc)
+        fwd_name, bwd_name = self.fc.request(info, pattern).names
         saved = self.fc.namer.fresh(f"saved_{fwd_name.removesuffix('_forward')}")
         self.fc.locals.add(saved)
         if x in self.fc.reassigned:

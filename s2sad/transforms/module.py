@@ -1,0 +1,217 @@
+"""The state of one emitted module while the pipeline builds it (both modes).
+
+A module holds the top-level function and every user function it calls with
+differentiated arguments, each compiled once per pattern of differentiated
+arguments (a :class:`Job`).  Names the emitted code binds at load time
+(``np``, the user's globals, rules) are collected here so that emit can write
+the imports once.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from s2sad.options import Options
+from s2sad.transforms import comments
+from s2sad.transforms.astutil import Namer, anno, name
+from s2sad.transforms.front import parse
+
+#: runtime helpers (s2sad.runtime.support) that reverse-mode code may call
+HELPERS = (
+    "accumulate",
+    "unbroadcast",
+    "finalize",
+    "item_of",
+    "without_item",
+    "split_last",
+    "copy_item",
+    "restore_item",
+    "pad",
+    "take_rows",
+    "zeros",
+    "NO_WORKSPACE",
+)
+#: helpers of s2sad.runtime.tangents that forward-mode code may call
+TANGENT_HELPERS = (
+    "or_zeros",
+    "filled",
+    "broadcast_like",
+    "zero_entry",
+    "set_item",
+    "restore_tangent",
+    "finish",
+    "jvp_scalar",
+    "jvp_reduction",
+)
+
+
+@dataclass
+class Job:
+    """One function to compile, and what the passes have made of it so far.
+
+    ``names`` are the emitted functions' names: ``(f_value_and_grad,)`` for the
+    reverse top level, ``(f_forward, f_backward)`` for a reverse callee,
+    ``(f_jvp,)`` in forward mode.  ``pattern`` says, per parameter, whether it
+    is differentiated (forward mode: 2 when its tangent may hold None entries).
+    """
+
+    parsed: parse.ParsedFunction
+    names: tuple[str, ...]
+    pattern: tuple[int, ...]
+    top: bool
+    site: Any = None  # forward mode: the call whose missing rule this job replaces
+    namer: Namer | None = None
+    norm: Any = None  # the Normalizer (local functions, re-assigned names)
+    act: Any = None  # the Activity of the function's names
+    state: Any = None  # the mode's per-function generator (reverser / forward)
+    fwd: list[ast.stmt] = field(default_factory=list)  # reverse: the forward sweep
+    bwd: list[ast.stmt] = field(default_factory=list)  # reverse: the backward sweep
+    body: list[ast.stmt] = field(default_factory=list)  # forward: primal + tangents
+    functions: list[ast.stmt] = field(default_factory=list)  # what it emits
+
+    @property
+    def node(self) -> ast.FunctionDef:
+        return self.parsed.node
+
+    @property
+    def params(self) -> list[str]:
+        a = self.parsed.node.args
+        return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+    @property
+    def wrt(self) -> list[str]:
+        return [p for p, code in zip(self.params, self.pattern) if code]
+
+    @property
+    def codes(self) -> dict[str, int]:
+        return {p: c for p, c in zip(self.params, self.pattern) if c}
+
+
+@dataclass
+class ModuleBuilder:
+    """Collects the functions, imports and bindings of one emitted module."""
+
+    options: Options
+    mode: str = "reverse"  # or "forward"
+    top_fn: Any = None
+    #: the top-level call's arguments by parameter (empty when compiled ahead of time)
+    examples: dict[str, Any] = field(default_factory=dict)
+    namer: Namer = field(
+        default_factory=lambda: Namer({"tape", "g_out", "saved"} | set(dir(builtins)))
+    )
+    functions: list[ast.stmt] = field(default_factory=list)
+    bindings: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, list | None] = field(default_factory=dict)
+    rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    helpers_used: set[str] = field(default_factory=set)
+    comments: list[str] = field(default_factory=list)
+    jobs: dict[tuple, Job] = field(default_factory=dict)  # callee specialisations
+    queue: list[Job] = field(default_factory=list)  # callees not compiled yet
+
+    @property
+    def helper_names(self) -> tuple[str, ...]:
+        """Names of runtime helpers this mode's code may use (kept out of user names)."""
+        return HELPERS + (TANGENT_HELPERS if self.mode == "forward" else ())
+
+    # -- names shared by all functions of the module
+    def helper(self, fn_name: str) -> ast.expr:
+        self.helpers_used.add(fn_name)
+        node = name(fn_name)
+        anno(node)["helper"] = True
+        return node
+
+    def comment(self, text: str) -> ast.stmt:
+        self.comments.append(text)
+        return comments.marker(len(self.comments) - 1)
+
+    def bind(self, wanted: str, obj: Any, origin: list | None = None) -> str:
+        """A module-level name for ``obj``, preferably ``wanted``.
+
+        ``origin`` says how a later process finds the object again without
+        compiling: ``["module", module_name, name]`` or ``["closure", name]``.
+        """
+        if wanted in self.bindings and self.bindings[wanted] is obj:
+            return wanted
+        for existing, value in self.bindings.items():
+            if value is obj:
+                return existing
+        alias = wanted
+        if wanted in self.bindings or wanted in self.namer.used:
+            alias = self.namer.fresh(wanted)
+        else:
+            self.namer.reserve(wanted)
+        self.bindings[alias] = obj
+        self.origins[alias] = origin
+        return alias
+
+    def rule_ref(self, fn) -> ast.expr:
+        mod = getattr(fn, "__module__", "") or ""
+        if mod.startswith("s2sad.runtime."):
+            key = f"{mod}.{fn.__name__}"
+            if key not in self.rule_imports:
+                alias = self.namer.fresh(fn.__name__)
+                self.rule_imports[key] = (mod, fn.__name__, alias)
+            return name(self.rule_imports[key][2])
+        origin = ["module", mod, fn.__name__] if mod else None
+        return name(self.bind(fn.__name__, fn, origin))
+
+    # -- user functions called with differentiated arguments
+    def request(
+        self,
+        info,
+        pattern: tuple,
+        caller: parse.ParsedFunction,
+        local_functions: dict,
+        site: Any = None,
+    ) -> Job:
+        """The job compiling a called user function for ``pattern`` (queued if new)."""
+        if info.kind == "local":
+            local = local_functions[info.target]
+            key: tuple = ("local", id(local.node), pattern)
+            base = info.target
+        else:
+            key, base = ("user", info.target, pattern), info.target.__name__
+        job = self.jobs.get(key)
+        if job is not None:
+            return job
+        if self.mode == "forward":
+            names: tuple[str, ...] = (self.namer.fresh(f"{base}_jvp"),)
+        else:
+            fwd = self.namer.fresh(f"{base}_forward")
+            names = (fwd, self.namer.fresh(f"{base}_backward"))
+        if info.kind == "local":
+            node = copy.deepcopy(local.node) if self.mode == "forward" else local.node
+            parsed = parse.ParsedFunction(
+                node, caller.source, caller.env, local_functions=local_functions
+            )
+        else:
+            parsed = parse.parse_function(info.target)
+        job = Job(parsed, names, tuple(pattern), top=False, site=site)
+        self.jobs[key] = job
+        self.queue.append(job)
+        return job
+
+    # -- dry runs (forward mode tries a statement, then takes it back)
+    def snapshot(self) -> tuple:
+        return (
+            set(self.namer.used),
+            len(self.comments),
+            dict(self.jobs),
+            list(self.queue),
+            dict(self.bindings),
+            dict(self.origins),
+            dict(self.rule_imports),
+            set(self.helpers_used),
+        )
+
+    def restore(self, snap: tuple) -> None:
+        used, n_comments, jobs, queue, bindings, origins, imports, helpers = snap
+        self.namer.used = used
+        del self.comments[n_comments:]
+        self.jobs, self.queue = jobs, queue
+        self.bindings, self.origins = bindings, origins
+        self.rule_imports, self.helpers_used = imports, helpers
