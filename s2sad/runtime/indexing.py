@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
+from s2sad.runtime.tangents import linear
 
 # ---------------------------------------------------------------- helpers
 
@@ -196,3 +197,15 @@ def d_item(g, ans, x, *args):
 
 method_alias("item", item)
 method_alias("take", np.take)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+linear(operator.getitem, np.take, np.take_along_axis, item)
+linear(np.compress, np.extract, slots=(1,))
+# adjoint rules that read their other arguments only for indices: linear in g
+linear(d_getitem, d_take, d_take_along_axis, d_compress, d_extract, d_item,
+       container=True)  # fmt: skip
