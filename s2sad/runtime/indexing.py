@@ -57,7 +57,7 @@ def _is_basic(idx: Any) -> bool:
 
 
 #: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
-_CHUNK = 16384  # positions per add.at call: a 128 KiB index array
+CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
@@ -86,7 +86,7 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
     width = flat.shape[1]
     columns = np.arange(width)
-    step = max(1, _CHUNK // max(width, 1))
+    step = max(1, CHUNK // max(width, 1))
     positions = np.empty((min(step, rows.size), width), dtype=np.intp)
     target = ct.reshape(-1)  # a view: ct is C-contiguous
     for start in range(0, rows.size, step):

@@ -186,6 +186,7 @@ def d_svdvals(g, ans, x):
 # tangent forward, then the tangents of this module's adjoint rules and helpers,
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
+
 @tangent(np.linalg.multi_dot)
 def jvp_multi_dot(t, ans, arrays, *, out=None):
     """Product rule over the factors whose tangent is not None."""

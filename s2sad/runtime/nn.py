@@ -149,7 +149,7 @@ def d_conv1d(g, ans, x, w, b=None):
 # -- maxpool1d ------------------------------------------------------------------
 
 
-_FEW_OFFSETS = 16  # up to this window size, loop over offsets; beyond, reduce windows
+FEW_OFFSETS = 16  # up to this window size, loop over offsets; beyond, reduce windows
 
 
 def _check_pool(x: np.ndarray, k: int) -> int:
@@ -181,7 +181,7 @@ def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
     """
     x = np.asarray(x)
     k = _check_pool(x, k)
-    if k > _FEW_OFFSETS:
+    if k > FEW_OFFSETS:
         return _pool_windows(x, k).max(axis=-1)
     out = _offset(x, 0, k).copy()
     for j in range(1, k):
@@ -207,7 +207,7 @@ def maxpool1d_grad(
     else:
         gx = out
         gx.fill(0)
-    if k > _FEW_OFFSETS:
+    if k > FEW_OFFSETS:
         first = _pool_windows(x, k).argmax(axis=-1)  # the first max on ties
         windows = _pool_windows(gx, k, writeable=True)
         np.put_along_axis(windows, first[..., None], np.asarray(g)[..., None], axis=-1)
@@ -476,7 +476,7 @@ def jvp_maxpool1d(t, ans, x, k):
 linear(d_relu, d_maxpool1d, d_embedding, container=True)
 
 
-def _mT(a):
+def _mT(a: np.ndarray) -> np.ndarray:
     """Matrix transpose of the last two axes."""
     return np.swapaxes(a, -1, -2)
 

@@ -657,7 +657,6 @@ def jvp_d_logsumexp_out(t, ans, g, out, x, axis=None, keepdims=False):
     return (-expand(g, x, axis, keepdims) * p * expand(t, x, axis, keepdims),)
 
 
-
 @tangent(d_std, container=True)
 def jvp_d_std_g(t, ans, g, out, x, *args, **kwargs):
     return d_std(t, out, x, *args, **kwargs)

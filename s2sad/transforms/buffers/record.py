@@ -14,7 +14,7 @@ builds it (:func:`recorder`) and calls it on the second call of a new shape.
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 
 def _site_key(node: ast.expr) -> str | None:
