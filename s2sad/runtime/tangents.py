@@ -26,6 +26,10 @@ primals need no code, only a kind:
   Positions without a written rule have zero tangent.
 
 ``None`` is the zero tangent, as it is the zero cotangent in reverse mode.
+
+The built-in tangent rules sit in each family module (``reductions.py``...),
+after that family's adjoint rules; the rules of the helpers that emitted code
+calls (``support``'s and this module's) are at the end of this module.
 """
 
 from __future__ import annotations
