@@ -2,7 +2,7 @@
 
 Each example supplies a loss ``loss(params, x, y)`` written in plain NumPy, a
 ``predict(params, x)`` returning class ids, the parameters (a dict of float
-arrays), an optimizer from :mod:`s2sad.runtime.optim` and its data; :func:`fit`
+arrays), an optimizer from :mod:`s2sad.optim` and its data; :func:`fit`
 differentiates the loss with ``s2sad.value_and_grad`` and trains.
 
 BLAS libraries read their thread count when NumPy is first imported, so this
@@ -225,7 +225,7 @@ class Model:
     loss: Callable  # loss(params, x, y) -> scalar, plain NumPy
     predict: Callable  # predict(params, x) -> class ids
     params: dict
-    optimizer: Any  # an s2sad.runtime.optim optimizer
+    optimizer: Any  # an s2sad.optim optimizer
     config: dict = field(default_factory=dict)  # recorded in the JSON
 
 

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402  (sets BLAS threads before NumPy is imported)
 import numpy as np  # noqa: E402
 
-from s2sad.runtime import nn, optim  # noqa: E402
+from s2sad import optim  # noqa: E402
+from s2sad.runtime import nn  # noqa: E402
 
 DIM, FILTERS, WIDTH, POOL = 50, 8, 3, 8
 

@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402  (sets BLAS threads before NumPy is imported)
 import numpy as np  # noqa: E402
 
-from s2sad.runtime import nn, optim  # noqa: E402
+from s2sad import optim  # noqa: E402
+from s2sad.runtime import nn  # noqa: E402
 
 PIXELS, HIDDEN, CLASSES = 784, 100, 10
 

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402  (sets BLAS threads before NumPy is imported)
 import numpy as np  # noqa: E402
 
-from s2sad.runtime import nn, optim  # noqa: E402
+from s2sad import optim  # noqa: E402
+from s2sad.runtime import nn  # noqa: E402
 
 STEPS, CHUNK, HIDDEN, CLASSES = 4, 196, 64, 10
 

@@ -139,8 +139,9 @@ class GradientFunction(CompiledModule):
                     pool = None
                     if "ws" in inspect.signature(fn).parameters:
                         from s2sad.runtime.workspace import Pool
+                        from s2sad.transforms.buffers.record import recorder
 
-                        pool = Pool(fn, source)
+                        pool = Pool(fn, recorder(fn, source))
                     entry = (fn, path, source, pool)
                     self._compiled[sig] = entry
         self._last = entry

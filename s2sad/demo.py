@@ -20,7 +20,7 @@ import numpy as np
 
 import s2sad
 from s2sad.runtime.nn import softmax_cross_entropy
-from s2sad.runtime.optim import Adam, xavier_uniform
+from s2sad.optim import Adam, xavier_uniform
 
 PIXELS, HIDDEN, CLASSES = 784, 128, 10
 BATCH = 64

@@ -20,7 +20,6 @@ import argparse
 import ast
 import importlib
 import inspect
-import pkgutil
 import sys
 import textwrap
 from pathlib import Path
@@ -34,15 +33,10 @@ _RUNTIME = "s2sad.runtime"
 
 def _family_modules() -> list[Any]:
     """The rule modules of s2sad.runtime, sorted by name."""
-    import s2sad.runtime as runtime
+    from s2sad.runtime import RULE_MODULES
 
     registry.all_rules()  # loads the built-in rules
-    names = sorted(m.name for m in pkgutil.iter_modules(runtime.__path__))
-    return [
-        importlib.import_module(f"{_RUNTIME}.{n}")
-        for n in names
-        if n not in ("registry", "support") and not n.startswith("_")
-    ]
+    return [importlib.import_module(f"{_RUNTIME}.{n}") for n in sorted(RULE_MODULES)]
 
 
 def rules_by_family() -> dict[str, list[registry.Rule]]:
@@ -50,12 +44,12 @@ def rules_by_family() -> dict[str, list[registry.Rule]]:
     families: dict[str, list[registry.Rule]] = {}
     for module in _family_modules():
         family = module.__name__.rsplit(".", 1)[1]
-        zero = {registry._key(fn) for fn in getattr(module, "NONDIFFERENTIABLE", ())}
+        zero = {registry.key_of(fn) for fn in getattr(module, "NONDIFFERENTIABLE", ())}
         rules = [
             rule
             for rule in registry.all_rules()
             if (rule.adjoint is not None and rule.adjoint.__module__ == module.__name__)
-            or (rule.adjoint is None and registry._key(rule.primal) in zero)
+            or (rule.adjoint is None and registry.key_of(rule.primal) in zero)
         ]
         if rules:
             families[family] = sorted(rules, key=lambda r: r.name)
@@ -71,9 +65,9 @@ def _method_forms() -> dict[Any, list[str]]:
     """For each function, the method and attribute names that stand for it."""
     forms: dict[Any, list[str]] = {}
     for name, fn in registry.all_methods().items():
-        forms.setdefault(registry._key(fn), []).append(f"`x.{name}(...)`")
-    for name, fn in sorted(getattr(registry, "_ATTRIBUTES", {}).items()):
-        forms.setdefault(registry._key(fn), []).append(f"`x.{name}`")
+        forms.setdefault(registry.key_of(fn), []).append(f"`x.{name}(...)`")
+    for name, fn in registry.all_attributes().items():
+        forms.setdefault(registry.key_of(fn), []).append(f"`x.{name}`")
     return forms
 
 
@@ -129,7 +123,7 @@ def render_rules_table() -> str:
             "|---|---|---|---|",
         ]
         for rule in rules:
-            method = ", ".join(forms.get(registry._key(rule.primal), []))
+            method = ", ".join(forms.get(registry.key_of(rule.primal), []))
             cts = _cotangents(rule)
             shown = rule.name.removeprefix("_")  # _operator.getitem -> operator...
             lines.append(f"| `{shown}` | {method} | {cts} | {_notes(rule)} |")

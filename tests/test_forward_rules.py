@@ -520,7 +520,7 @@ def _tested_primals() -> set:
         nn.conv1d,
         nn.maxpool1d,
     ]
-    return {registry._key(f) for f in cases}
+    return {registry.key_of(f) for f in cases}
 
 
 def test_every_primal_with_an_adjoint_has_a_tested_tangent_rule():
@@ -528,7 +528,7 @@ def test_every_primal_with_an_adjoint_has_a_tested_tangent_rule():
     untested = [
         r.name
         for r in registry.all_rules()
-        if r.adjoint is not None and registry._key(r.primal) not in tested
+        if r.adjoint is not None and registry.key_of(r.primal) not in tested
     ]
     assert not untested, f"primals without a forward-rule test: {untested}"
     assert all(tangents.lookup(r.primal) is not None for r in registry.all_rules())

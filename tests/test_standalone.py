@@ -218,3 +218,48 @@ def test_module_of_a_decorated_model_runs_with_the_compiler_blocked(tmp_path):
     proc = python(tmp_path, code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "(2, 3)"
+
+
+RUNTIME = REPO / "s2sad" / "runtime"
+
+
+@pytest.mark.parametrize("path", sorted(RUNTIME.glob("*.py")), ids=lambda p: p.name)
+def test_runtime_modules_import_nothing_of_the_compiler(path):
+    """Not even ``ast``: parsing code is compiler work (transforms/buffers/record.py)."""
+    for module in imports_of(path.read_text()):
+        ok = module != "ast" and not module.startswith(COMPILER)
+        assert ok, f"s2sad/runtime/{path.name} imports {module}"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def private_uses(source: str) -> list[str]:
+    """``from m import _x`` and ``mod._x`` for modules bound by a runtime import."""
+    tree = ast.parse(source)
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("s2sad"):
+            found += [f"{node.module}.{a.name}" for a in node.names if _private(a.name)]
+            if node.module == "s2sad.runtime":
+                modules |= {a.asname or a.name for a in node.names}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and _private(node.attr)
+        ):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(RUNTIME.glob("*.py")), ids=lambda p: p.name)
+def test_runtime_modules_use_no_private_name_of_another_module(path):
+    assert not private_uses(path.read_text())
+
+
+def test_the_private_name_check_finds_both_spellings():
+    src = "from s2sad.runtime import linalg\nfrom s2sad.runtime.nn import _x\nlinalg._mT\n"
+    assert private_uses(src) == ["s2sad.runtime.nn._x", "linalg._mT"]

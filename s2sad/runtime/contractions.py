@@ -41,6 +41,7 @@ import numpy as np
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import adjoint_of_multilinear, linear
 
 # ---------------------------------------------------------------- matmul and dot
 
@@ -424,3 +425,22 @@ def d_cross(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         raise NotImplementedError("np.cross of a 2-vector with a 3-vector has no rule")
     return (np.moveaxis(ga, -1, axisa), np.moveaxis(gb, -1, axisb))
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+linear(np.matmul, np.linalg.matmul, np.dot, np.vecdot, np.linalg.vecdot, np.inner,
+       np.vdot, np.outer, np.linalg.outer, np.tensordot, np.linalg.tensordot, np.kron,
+       np.cross, np.linalg.cross, slots=(0, 1))  # fmt: skip
+linear(np.einsum, slots=None)
+if hasattr(np, "matvec"):
+    linear(np.matvec, np.vecmat, slots=(0, 1))
+
+# partial rules: linear in g and in the one other factor they read
+linear(d_matmul_lhs, slots=(0, 3), container=True)
+linear(d_matmul_rhs, slots=(0, 2), container=True)
+adjoint_of_multilinear(d_matmul, d_dot, d_inner, d_vdot, d_outer, d_tensordot,
+                       d_einsum, d_kron, d_cross, d_vecdot)  # fmt: skip

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
+from s2sad.runtime.tangents import elementwise
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -342,3 +343,11 @@ method_alias("clip", np.clip)
 method_alias("round", np.round)
 method_alias("conj", np.conjugate)
 method_alias("conjugate", np.conjugate)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+elementwise(np.where, np.clip, np.nan_to_num, np.sinc)

@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
+from s2sad.runtime.tangents import linear
 
 # ---------------------------------------------------------------- helpers
 
@@ -56,7 +57,7 @@ def _is_basic(idx: Any) -> bool:
 
 
 #: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
-_CHUNK = 16384  # positions per add.at call: a 128 KiB index array
+CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
@@ -85,7 +86,7 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
     width = flat.shape[1]
     columns = np.arange(width)
-    step = max(1, _CHUNK // max(width, 1))
+    step = max(1, CHUNK // max(width, 1))
     positions = np.empty((min(step, rows.size), width), dtype=np.intp)
     target = ct.reshape(-1)  # a view: ct is C-contiguous
     for start in range(0, rows.size, step):
@@ -196,3 +197,15 @@ def d_item(g, ans, x, *args):
 
 method_alias("item", item)
 method_alias("take", np.take)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+linear(operator.getitem, np.take, np.take_along_axis, item)
+linear(np.compress, np.extract, slots=(1,))
+# adjoint rules that read their other arguments only for indices: linear in g
+linear(d_getitem, d_take, d_take_along_axis, d_compress, d_extract, d_item,
+       container=True)  # fmt: skip

@@ -22,6 +22,7 @@ import numpy as np
 from s2sad.runtime.reductions import like
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import tangent
 
 # ---------------------------------------------------------------- helpers
 
@@ -178,3 +179,120 @@ def d_svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
 @adjoint(np.linalg.svdvals)
 def d_svdvals(g, ans, x):
     return (_singular_value_grad(g, x),)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+
+@tangent(np.linalg.multi_dot)
+def jvp_multi_dot(t, ans, arrays, *, out=None):
+    """Product rule over the factors whose tangent is not None."""
+    total = np.zeros(np.shape(ans), dtype=np.result_type(ans, float))
+    for k, tk in enumerate(t):
+        if tk is not None:
+            total = total + np.linalg.multi_dot([*arrays[:k], tk, *arrays[k + 1 :]])
+    return total
+
+
+@tangent(np.linalg.inv)
+def jvp_inv(t, ans, a):
+    return -(ans @ t @ ans)
+
+
+@tangent(np.linalg.det)
+def jvp_det(t, ans, a):
+    """det(a) tr(a^-1 t)."""
+    return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+
+
+@tangent(np.linalg.slogdet, container=True)
+def jvp_slogdet(t, ans, a):
+    logdet = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    return (np.zeros_like(ans[0], dtype=float), logdet)
+
+
+@tangent(np.linalg.solve)
+def jvp_solve_a(t, ans, a, b):
+    if np.ndim(b) == 1:
+        return -np.linalg.solve(a, (t @ ans[..., None])[..., 0][..., None])[..., 0]
+    return -np.linalg.solve(a, t @ ans)
+
+
+@tangent(np.linalg.solve, argnum=1)
+def jvp_solve_b(t, ans, a, b):
+    return np.linalg.solve(a, t)
+
+
+@tangent(np.linalg.matrix_power)
+def jvp_matrix_power(t, ans, a, n):
+    """Product rule over the n factors (through the inverse for negative n)."""
+    if n < 0:
+        inv = np.linalg.inv(a)
+        return jvp_matrix_power(-(inv @ t @ inv), None, inv, -n)
+    eye = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    powers = [eye]
+    for _ in range(n - 1):
+        powers.append(powers[-1] @ a)
+    total = np.zeros(
+        np.broadcast_shapes(np.shape(t), a.shape), dtype=np.result_type(t, a)
+    )
+    for k in range(n):
+        total = total + powers[k] @ t @ powers[n - 1 - k]
+    return total
+
+
+def _symmetric_read(t: Any, lower: bool) -> Any:
+    """The symmetric matrix a function reading one triangle of ``t`` sees."""
+    tri = np.tril(t, -1) if lower else np.triu(t, 1)
+    diag = np.eye(np.shape(t)[-1], dtype=bool)
+    return tri + _mT(tri) + np.where(diag, t, 0)
+
+
+@tangent(np.linalg.cholesky)
+def jvp_cholesky(t, ans, a, *, upper=False):
+    """dL = L Phi(L^-1 dA L^-T), Phi: lower triangle with half the diagonal."""
+    low = _mT(ans) if upper else ans
+    sym = _symmetric_read(t, lower=not upper)
+    inner = np.linalg.solve(low, _mT(np.linalg.solve(low, sym)))
+    phi = np.tril(inner) - 0.5 * np.where(np.eye(inner.shape[-1], dtype=bool), inner, 0)
+    out = low @ phi
+    return _mT(out) if upper else out
+
+
+def _eigh_tangent(t: Any, w: Any, v: Any, uplo: str) -> tuple:
+    """(dw, dv) of eigh: dw = diag(V^T dA V), dv = V (F o V^T dA V)."""
+    sym = _symmetric_read(t, lower=uplo.upper() == "L")
+    inner = _mT(v) @ sym @ v
+    gaps = w[..., None, :] - w[..., :, None]
+    off = ~np.eye(w.shape[-1], dtype=bool)
+    f = np.where(off, 1.0 / np.where(off, gaps, 1.0), 0.0)
+    return np.diagonal(inner, axis1=-2, axis2=-1), v @ (f * inner)
+
+
+@tangent(np.linalg.eigh, container=True)
+def jvp_eigh(t, ans, a, UPLO="L"):
+    return _eigh_tangent(t, ans[0], ans[1], UPLO)
+
+
+@tangent(np.linalg.eigvalsh)
+def jvp_eigvalsh(t, ans, a, UPLO="L"):
+    w, v = np.linalg.eigh(a, UPLO)
+    return _eigh_tangent(t, w, v, UPLO)[0]
+
+
+@tangent(np.linalg.svdvals)
+def jvp_svdvals(t, ans, x):
+    """ds_k = u_k^T dA v_k."""
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    return np.einsum("...ik,...ij,...kj->...k", u, t, vh)
+
+
+@tangent(np.linalg.svd, container=True)
+def jvp_svd(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular values only, like the adjoint rule (U and Vh raise)."""
+    if compute_uv:
+        raise NotImplementedError("np.linalg.svd: no tangent rule for U and Vh")
+    return jvp_svdvals(t, ans, a)

@@ -44,6 +44,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.sparse import RowSparse, coalesce
+from s2sad.runtime.tangents import (
+    broadcast_like,
+    elementwise,
+    linear,
+    scalar,
+    tangent,
+)
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -142,7 +149,7 @@ def d_conv1d(g, ans, x, w, b=None):
 # -- maxpool1d ------------------------------------------------------------------
 
 
-_FEW_OFFSETS = 16  # up to this window size, loop over offsets; beyond, reduce windows
+FEW_OFFSETS = 16  # up to this window size, loop over offsets; beyond, reduce windows
 
 
 def _check_pool(x: np.ndarray, k: int) -> int:
@@ -174,7 +181,7 @@ def maxpool1d(x: np.ndarray, k: int) -> np.ndarray:
     """
     x = np.asarray(x)
     k = _check_pool(x, k)
-    if k > _FEW_OFFSETS:
+    if k > FEW_OFFSETS:
         return _pool_windows(x, k).max(axis=-1)
     out = _offset(x, 0, k).copy()
     for j in range(1, k):
@@ -200,7 +207,7 @@ def maxpool1d_grad(
     else:
         gx = out
         gx.fill(0)
-    if k > _FEW_OFFSETS:
+    if k > FEW_OFFSETS:
         first = _pool_windows(x, k).argmax(axis=-1)  # the first max on ties
         windows = _pool_windows(gx, k, writeable=True)
         np.put_along_axis(windows, first[..., None], np.asarray(g)[..., None], axis=-1)
@@ -404,3 +411,153 @@ def d_binary_cross_entropy_with_logits(g, ans, logits, targets):
         (sigmoid(logits) - targets) * (np.asarray(g, logits.dtype) / np.size(logits)),
         logits * (np.asarray(-g, np.result_type(targets, 1.0)) / np.size(logits)),
     )
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+elementwise(relu, sigmoid)
+linear(embedding)
+scalar(softmax_cross_entropy, binary_cross_entropy_with_logits)
+
+
+@tangent(softmax)
+def jvp_softmax(t, ans, x, axis=-1):
+    return ans * (t - np.sum(t * ans, axis=axis, keepdims=True))
+
+
+@tangent(log_softmax)
+def jvp_log_softmax(t, ans, x, axis=-1):
+    return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
+
+
+@tangent(dense)
+def jvp_dense_x(t, ans, x, W, b=None):
+    return t @ W
+
+
+@tangent(dense, argnum=1)
+def jvp_dense_w(t, ans, x, W, b=None):
+    return x @ t
+
+
+@tangent(dense, argnum=2)
+def jvp_dense_b(t, ans, x, W, b=None):
+    return broadcast_like(t, ans)
+
+
+@tangent(conv1d)
+def jvp_conv1d_x(t, ans, x, w, b=None):
+    return conv1d(t, w)
+
+
+@tangent(conv1d, argnum=1)
+def jvp_conv1d_w(t, ans, x, w, b=None):
+    return conv1d(x, t)
+
+
+@tangent(conv1d, argnum=2)
+def jvp_conv1d_b(t, ans, x, w, b=None):
+    return broadcast_like(np.asarray(t)[:, None], ans)
+
+
+@tangent(maxpool1d)
+def jvp_maxpool1d(t, ans, x, k):
+    """t at the first maximal element of each window."""
+    share = maxpool1d_grad(np.ones_like(ans), x, k, ans)
+    n = np.shape(ans)[-1]
+    picked = (share * t)[..., : n * k]
+    return picked.reshape(*np.shape(ans), k).sum(axis=-1)
+
+
+# adjoint rules that read their other arguments only for masks or indices
+linear(d_relu, d_maxpool1d, d_embedding, container=True)
+
+
+def _mT(a: np.ndarray) -> np.ndarray:
+    """Matrix transpose of the last two axes."""
+    return np.swapaxes(a, -1, -2)
+
+
+@tangent(d_softmax_cross_entropy, container=True)
+def jvp_d_softmax_cross_entropy_g(t, ans, g, out, logits, labels):
+    return d_softmax_cross_entropy(t, out, logits, labels)
+
+
+@tangent(d_softmax_cross_entropy, argnum=2, container=True)
+def jvp_d_softmax_cross_entropy_logits(t, ans, g, out, logits, labels):
+    """(softmax - onehot) g / n moves by g / n * softmax * (t - <softmax, t>)."""
+    p = softmax(logits)
+    moved = p * (t - np.sum(p * t, axis=-1, keepdims=True))
+    return (moved * (np.asarray(g, p.dtype) / max(np.size(labels), 1)), None)
+
+
+@tangent(d_log_softmax, container=True)
+def jvp_d_log_softmax_g(t, ans, g, out, x, axis=-1):
+    return d_log_softmax(t, out, x, axis)
+
+
+@tangent(d_log_softmax, argnum=1, container=True)
+def jvp_d_log_softmax_out(t, ans, g, out, x, axis=-1):
+    return (-np.exp(out) * t * np.sum(g, axis=axis, keepdims=True),)
+
+
+@tangent(d_softmax, container=True)
+def jvp_d_softmax_g(t, ans, g, out, x, axis=-1):
+    return d_softmax(t, out, x, axis)
+
+
+@tangent(d_softmax, argnum=1, container=True)
+def jvp_d_softmax_out(t, ans, g, out, x, axis=-1):
+    """out (g - <g, out>) moves by t (g - <g, out>) - out <g, t>."""
+    inner = np.sum(g * out, axis=axis, keepdims=True)
+    return (t * (g - inner) - out * np.sum(g * t, axis=axis, keepdims=True),)
+
+
+@tangent(d_binary_cross_entropy_with_logits, container=True)
+def jvp_d_bce_g(t, ans, g, out, logits, targets):
+    return d_binary_cross_entropy_with_logits(t, out, logits, targets)
+
+
+@tangent(d_binary_cross_entropy_with_logits, argnum=2, container=True)
+def jvp_d_bce_logits(t, ans, g, out, logits, targets):
+    s = sigmoid(logits)
+    scale = np.asarray(g, np.asarray(logits).dtype) / np.size(logits)
+    return (t * s * (1.0 - s) * scale, t * (np.asarray(-g) / np.size(logits)))
+
+
+@tangent(d_binary_cross_entropy_with_logits, argnum=3, container=True)
+def jvp_d_bce_targets(t, ans, g, out, logits, targets):
+    return (-t * (np.asarray(g, np.asarray(logits).dtype) / np.size(logits)), None)
+
+
+@tangent(d_dense, container=True)
+def jvp_d_dense_g(t, ans, g, out, x, W, b=None):
+    return d_dense(t, out, x, W, b)
+
+
+@tangent(d_dense, argnum=2, container=True)
+def jvp_d_dense_x(t, ans, g, out, x, W, b=None):
+    return (None, d_dense(g, out, t, W, b)[1], None)
+
+
+@tangent(d_dense, argnum=3, container=True)
+def jvp_d_dense_w(t, ans, g, out, x, W, b=None):
+    return (g @ _mT(t), None, None)
+
+
+@tangent(d_conv1d, container=True)
+def jvp_d_conv1d_g(t, ans, g, out, x, w, b=None):
+    return d_conv1d(t, out, x, w, b)
+
+
+@tangent(d_conv1d, argnum=2, container=True)
+def jvp_d_conv1d_x(t, ans, g, out, x, w, b=None):
+    return (None, conv1d_backward(g, t, w, None)[1], None)
+
+
+@tangent(d_conv1d, argnum=3, container=True)
+def jvp_d_conv1d_w(t, ans, g, out, x, w, b=None):
+    return (conv1d_backward(g, x, t, None)[0], None, None)

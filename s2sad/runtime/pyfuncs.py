@@ -21,6 +21,15 @@ import numpy as np
 from s2sad.runtime.elementwise import d_power
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import (
+    broadcast_like,
+    constant,
+    elementwise,
+    filled,
+    linear,
+    scalar,
+    tangent,
+)
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -303,3 +312,53 @@ NONDIFFERENTIABLE = (
     math.isqrt,
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+elementwise(builtins.abs, builtins.pow)
+linear(builtins.float, builtins.list, builtins.tuple)
+scalar(builtins.max, builtins.min, math.dist, math.prod)
+
+
+linear(builtins.reversed)
+constant(builtins.slice)
+
+
+@tangent(builtins.sum, math.fsum)
+def jvp_builtin_sum(t, ans, iterable, start=0):
+    """The sum of the entries' tangents (an array's rows, or a list's entries)."""
+    if isinstance(t, np.ndarray):
+        return broadcast_like(np.sum(t, axis=0), ans)
+    return broadcast_like(builtins.sum(filled(t, iterable)), ans)
+
+
+@tangent(builtins.sum, math.fsum, argnum=1)
+def jvp_builtin_sum_start(t, ans, iterable, start=0):
+    return broadcast_like(t, ans)
+
+
+@tangent(builtins.divmod, container=True)
+def jvp_divmod_x(t, ans, x, y):
+    return (0.0 * t, t)
+
+
+@tangent(builtins.divmod, argnum=1, container=True)
+def jvp_divmod_y(t, ans, x, y):
+    return (0.0 * t, -t * ans[0])
+
+
+@tangent(builtins.sorted)
+def jvp_sorted(t, ans, iterable, *, key=None, reverse=False):
+    values = list(iterable)
+    keyed = values if key is None else [key(v) for v in values]
+    order = sorted(range(len(values)), key=keyed.__getitem__, reverse=reverse)
+    return [t[i] for i in order]
+
+
+# adjoint rules that read their other arguments only for shapes or orders
+linear(d_builtin_sum, d_builtin_max, d_list, d_sorted, d_builtin_float,
+       container=True)  # fmt: skip

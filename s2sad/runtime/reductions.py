@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
 from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
 # ---------------------------------------------------------------- axis helpers
 
@@ -528,3 +529,159 @@ for _name, _function in [
     ("nonzero", np.nonzero),
 ]:  # fmt: skip
     method_alias(_name, _function)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+linear(np.sum, np.mean, np.cumsum)
+reduction(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod,
+          np.var, np.std, np.median, logsumexp, np.linalg.norm,
+          np.linalg.vector_norm)  # fmt: skip
+reduction(np.linalg.matrix_norm, axes=(-2, -1))
+if hasattr(np, "cumulative_sum"):
+    linear(np.cumulative_sum)
+
+
+@tangent(np.nansum)
+def jvp_nansum(t, ans, x, *args, **kwargs):
+    return np.nansum(np.where(np.isnan(x), 0, t), *args, **kwargs)
+
+
+@tangent(np.nanmean)
+def jvp_nanmean(t, ans, x, *args, **kwargs):
+    return np.nanmean(np.where(np.isnan(x), np.nan, t), *args, **kwargs)
+
+
+@tangent(np.average)
+def jvp_average_a(
+    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
+):
+    return np.average(t, axis, weights, keepdims=keepdims)
+
+
+@tangent(np.average, argnum=2)
+def jvp_average_weights(
+    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
+):
+    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``."""
+    a, w, t = np.asarray(a), np.asarray(weights), np.asarray(t)
+    if w.shape != a.shape:
+        w, t = (np.reshape(v, _along(a.ndim, axis)) for v in (w, t))
+    w, t = np.broadcast_to(w, a.shape), np.broadcast_to(t, a.shape)
+    total = np.sum(w, axis=axis, keepdims=True)
+    centered = a - expand(ans, a, axis, keepdims)
+    return np.sum(t * centered / total, axis=axis, keepdims=keepdims)
+
+
+def _cumprod_last_tangent(t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Tangent of cumprod along the last axis: dy_k = dy_(k-1) x_k + y_(k-1) t_k."""
+    y = np.cumprod(x, axis=-1)
+    out = np.empty(np.broadcast_shapes(t.shape, x.shape), dtype=np.result_type(t, x))
+    out[..., 0] = t[..., 0]
+    for k in range(1, x.shape[-1]):
+        out[..., k] = out[..., k - 1] * x[..., k] + y[..., k - 1] * t[..., k]
+    return out
+
+
+@tangent(np.cumprod)
+def jvp_cumprod(t, ans, x, axis=None, dtype=None, out=None):
+    x, t = np.asarray(x), np.asarray(t)
+    if axis is None:
+        return _cumprod_last_tangent(t.ravel(), x.ravel())
+    moved = _cumprod_last_tangent(np.moveaxis(t, axis, -1), np.moveaxis(x, axis, -1))
+    return np.moveaxis(moved, -1, axis)
+
+
+if hasattr(np, "cumulative_prod"):
+
+    @tangent(np.cumulative_prod)
+    def jvp_cumulative_prod(t, ans, x, *, axis=None, dtype=None, out=None, **kw):
+        body = jvp_cumprod(t, None, x, -1 if axis is None else axis)
+        if not kw.get("include_initial", False):
+            return body
+        ax = -1 if axis is None else axis
+        zero = np.zeros_like(np.take(body, [0], axis=ax))
+        return np.concatenate([zero, body], axis=ax)
+
+
+@tangent(np.diff)
+def jvp_diff(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """The difference of t, with zeros standing in for prepend/append."""
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = np.zeros_like(prepend, dtype=float)
+    if append is not None:
+        kw["append"] = np.zeros_like(append, dtype=float)
+    return np.diff(t, n, axis, **kw)
+
+
+@tangent(np.sort)
+def jvp_sort(t, ans, a, axis=-1, kind=None, order=None, **kwargs):
+    """t in the order that sorting a (stably) puts a in."""
+    if axis is None:
+        return np.ravel(t)[np.argsort(a, axis=None, kind="stable")]
+    return np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis)
+
+
+# helpers of the adjoint rules (linear in their first argument), for rules whose
+# own source is differentiated
+linear(like, expand, spread, to_last, from_last)
+# ... and helpers whose results are integers, axes or piecewise-constant weights
+constant(axes_of, count, _norm_kind, _mask_share, _along)
+# adjoint rules that read their other arguments only for shapes, indices or
+# piecewise-constant masks (ties, sorting orders): linear in g
+linear(d_sum, d_mean, d_nansum, d_nanmean, d_max, d_ptp, d_cumsum, d_diff, d_sort,
+       d_median, container=True)  # fmt: skip
+linear(d_var, slots=(0, 2), container=True)
+
+
+@tangent(d_logsumexp, container=True)
+def jvp_d_logsumexp_g(t, ans, g, out, x, axis=None, keepdims=False):
+    return d_logsumexp(t, out, x, axis, keepdims)
+
+
+@tangent(d_logsumexp, argnum=2, container=True)
+def jvp_d_logsumexp_x(t, ans, g, out, x, axis=None, keepdims=False):
+    """g exp(x - out) with out held fixed."""
+    p = np.exp(x - expand(out, x, axis, keepdims))
+    return (expand(g, x, axis, keepdims) * p * t,)
+
+
+@tangent(d_logsumexp, argnum=1, container=True)
+def jvp_d_logsumexp_out(t, ans, g, out, x, axis=None, keepdims=False):
+    """g exp(x - out) with x held fixed."""
+    p = np.exp(x - expand(out, x, axis, keepdims))
+    return (-expand(g, x, axis, keepdims) * p * expand(t, x, axis, keepdims),)
+
+
+@tangent(d_std, container=True)
+def jvp_d_std_g(t, ans, g, out, x, *args, **kwargs):
+    return d_std(t, out, x, *args, **kwargs)
+
+
+@tangent(d_std, argnum=2, container=True)
+def jvp_d_std_x(
+    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
+):
+    """g (x - mean) / (n s) with s held fixed: g (t - mean t) / (n s)."""
+    n = count(x, axis) - kw.get("correction", ddof)
+    s = expand(out, x, axis, keepdims)
+    tc = t - np.mean(t, axis=axis, keepdims=True)
+    scale = np.where(s == 0, 0, 1 / (n * np.where(s == 0, 1, s)))
+    return (expand(g, x, axis, keepdims) * tc * scale,)
+
+
+@tangent(d_std, argnum=1, container=True)
+def jvp_d_std_out(
+    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
+):
+    """g (x - mean) / (n s) with x held fixed: - g (x - mean) ds / (n s^2)."""
+    n = count(x, axis) - kw.get("correction", ddof)
+    s = expand(out, x, axis, keepdims)
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    scale = np.where(s == 0, 0, 1 / (n * np.where(s == 0, 1, s) ** 2))
+    ge = expand(g, x, axis, keepdims)
+    return (-ge * centered * expand(t, x, axis, keepdims) * scale,)

@@ -56,7 +56,8 @@ _METHODS: dict[str, Any] = {}
 _ATTRIBUTES: dict[str, Any] = {}
 
 
-def _key(fn: Any) -> Any:
+def key_of(fn: Any) -> Any:
+    """The dictionary key of a primal: itself, or its id when it is unhashable."""
     try:
         hash(fn)
         return fn
@@ -95,9 +96,9 @@ def adjoint(
             _user_entry("adjoint", primal, rule_fn, f"{broadcasts}{argnum}")
             rule = Rule(primal, rule_fn, broadcasts, display_name(primal))
             if argnum is None:
-                _RULES[_key(primal)] = rule
+                _RULES[key_of(primal)] = rule
             else:
-                _PARTIAL[(_key(primal), argnum)] = rule
+                _PARTIAL[(key_of(primal), argnum)] = rule
         return rule_fn
 
     return register
@@ -105,9 +106,9 @@ def adjoint(
 
 def lookup_partial(fn: Any, argnum: int) -> Rule | None:
     """The partial rule computing only argument ``argnum``'s cotangent, or None."""
-    _ensure_loaded()
+    ensure_loaded()
     try:
-        return _PARTIAL.get((_key(fn), argnum))
+        return _PARTIAL.get((key_of(fn), argnum))
     except TypeError:
         return None
 
@@ -117,7 +118,7 @@ def nondifferentiable(*primals: Any) -> None:
     _changed()
     for primal in primals:
         _user_entry("nondifferentiable", primal)
-        _RULES[_key(primal)] = Rule(primal, None, False, display_name(primal))
+        _RULES[key_of(primal)] = Rule(primal, None, False, display_name(primal))
 
 
 def method_alias(method_name: str, function: Any) -> None:
@@ -136,38 +137,38 @@ def attribute_alias(attr_name: str, function: Any) -> None:
 
 def lookup(fn: Any) -> Rule | None:
     """The rule registered for ``fn``, or None."""
-    _ensure_loaded()
+    ensure_loaded()
     try:
-        return _RULES.get(_key(fn))
+        return _RULES.get(key_of(fn))
     except TypeError:
         return None
 
 
 def lookup_method(method_name: str) -> Any | None:
     """The function a method name stands for, or None."""
-    _ensure_loaded()
+    ensure_loaded()
     return _METHODS.get(method_name)
 
 
 def lookup_attribute(attr_name: str) -> Any | None:
     """The function a differentiable array attribute stands for, or None."""
-    _ensure_loaded()
+    ensure_loaded()
     return _ATTRIBUTES.get(attr_name)
 
 
 def all_rules() -> list[Rule]:
     """Every registered rule, sorted by name (for docs and fingerprints)."""
-    _ensure_loaded()
+    ensure_loaded()
     return sorted(_RULES.values(), key=lambda r: r.name)
 
 
 def all_methods() -> dict[str, Any]:
-    _ensure_loaded()
+    ensure_loaded()
     return dict(sorted(_METHODS.items()))
 
 
 def all_attributes() -> dict[str, Any]:
-    _ensure_loaded()
+    ensure_loaded()
     return dict(sorted(_ATTRIBUTES.items()))
 
 
@@ -204,7 +205,7 @@ def _user_entry(kind: str, primal: Any, fn: Any = None, extra: str = "") -> None
     """Remember a registration made outside the built-in rule modules (for the key)."""
     if _LOADING or _registering_module().startswith(__package__ + "."):
         return  # a built-in rule: its module's bytes are already in the fingerprint
-    _ensure_loaded()  # built-ins first, so they never overwrite a user's rule
+    ensure_loaded()  # built-ins first, so they never overwrite a user's rule
     source = ""
     if fn is not None:
         try:
@@ -219,7 +220,7 @@ _LOADING = False  # True while the built-in rule modules register themselves
 _USER_ENTRIES: list[str] = []
 
 
-def _ensure_loaded() -> None:
+def ensure_loaded() -> None:
     """Import the built-in rule modules (they register themselves on import)."""
     global _LOADED, _LOADING
     if not _LOADED:

@@ -25,6 +25,7 @@ from s2sad.runtime.registry import (
     nondifferentiable,
 )
 from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import linear, tangent
 
 # ---------------------------------------------------------------- helpers
 
@@ -461,3 +462,117 @@ for _name, _function in [
     ("diagonal", np.diagonal), ("repeat", np.repeat),
 ]:  # fmt: skip
     method_alias(_name, _function)
+
+
+# ================================================================ tangents
+# Forward mode (see s2sad.runtime.tangents): how each primal above pushes a
+# tangent forward, then the tangents of this module's adjoint rules and helpers,
+# which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
+
+linear(np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
+       np.moveaxis, np.broadcast_to, np.matrix_transpose, np.linalg.matrix_transpose,
+       np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile, np.repeat,
+       np.triu, np.tril, np.diag, np.diagonal, np.linalg.diagonal, np.trace,
+       np.linalg.trace, np.array, np.asarray, np.asanyarray, np.ascontiguousarray,
+       np.asfortranarray, np.asarray_chkfinite, np.copy, np.float64, np.float32,
+       np.float16, np.concatenate, np.stack, np.vstack, np.hstack, np.dstack,
+       np.column_stack)  # fmt: skip
+linear(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
+linear(np.full, np.full_like, slots=(1,))
+if hasattr(np, "unstack"):
+    linear(np.unstack)
+
+
+@tangent(np.astype)
+def jvp_astype(t, ans, x, dtype, *rest, **kwargs):
+    """Float results carry t (in their dtype); integer results carry nothing."""
+    if ans.dtype.kind in "fc":
+        return np.asarray(t).astype(ans.dtype)
+    return np.zeros(ans.shape)
+
+
+@tangent(np.pad)
+def jvp_pad(t, ans, array, pad_width, mode="constant", **kwargs):
+    """Padding is linear in the array once constant fill values are read as zero."""
+    if "constant_values" in kwargs:
+        kwargs = dict(kwargs, constant_values=0)
+    return np.pad(t, pad_width, mode, **kwargs)
+
+
+@tangent(np.append)
+def jvp_append_arr(t, ans, arr, values, axis=None):
+    return np.append(t, np.zeros_like(values, dtype=np.result_type(t, float)), axis)
+
+
+@tangent(np.append, argnum=1)
+def jvp_append_values(t, ans, arr, values, axis=None):
+    return np.append(np.zeros_like(arr, dtype=np.result_type(t, float)), t, axis)
+
+
+@tangent(np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, argnum=-1,
+         container=True)  # fmt: skip
+def jvp_each_input(t, ans, *args, argnum, **kwargs):
+    """Output k is input k reshaped or broadcast: t shaped like output i, zeros elsewhere."""
+    if isinstance(ans, np.ndarray):
+        return _shaped_like(t, ans)
+    outs = [np.zeros(np.shape(a), dtype=np.result_type(a, float)) for a in ans]
+    outs[argnum] = _shaped_like(t, ans[argnum])
+    return outs
+
+
+def _shaped_like(t: Any, a: Any) -> Any:
+    if np.size(t) == np.size(a):
+        return np.reshape(t, np.shape(a))
+    return np.broadcast_to(t, np.shape(a))
+
+
+@tangent(np.meshgrid, argnum=-1, container=True)
+def jvp_meshgrid(t, ans, *xi, argnum, indexing="xy", **kwargs):
+    """Grid i spreads input i along one axis; the other grids do not read it."""
+    axis = (
+        {0: 1, 1: 0}.get(argnum, argnum) if indexing == "xy" and len(xi) > 1 else argnum
+    )
+    outs = [np.zeros(np.shape(a), dtype=np.result_type(a, float)) for a in ans]
+    along = [1] * np.ndim(ans[argnum])
+    along[axis] = -1
+    outs[argnum] = np.broadcast_to(np.reshape(t, along), np.shape(ans[argnum]))
+    return outs
+
+
+@tangent(np.linspace)
+def jvp_linspace_start(
+    t, ans, start, stop, num=50, endpoint=True, retstep=False, **kwargs
+):
+    return np.linspace(t, np.zeros_like(stop, dtype=float), num, endpoint, **kwargs)
+
+
+@tangent(np.linspace, argnum=1)
+def jvp_linspace_stop(
+    t, ans, start, stop, num=50, endpoint=True, retstep=False, **kwargs
+):
+    return np.linspace(np.zeros_like(start, dtype=float), t, num, endpoint, **kwargs)
+
+
+@tangent(np.arange)
+def jvp_arange_start(t, ans, *args, **kwargs):
+    return (
+        np.full(np.shape(ans), t, dtype=float)
+        if len(args) >= 2
+        else np.zeros(np.shape(ans))
+    )
+
+
+@tangent(np.arange, argnum=2)
+def jvp_arange_step(t, ans, *args, **kwargs):
+    return t * np.arange(np.size(ans), dtype=float)
+
+
+linear(unstack_like)  # a helper of the adjoint rules, linear in its first argument
+# adjoint rules that read their other arguments only for shapes: linear in g
+linear(d_reshape, d_ravel, d_squeeze, d_atleast_nd, d_transpose, d_swapaxes,
+       d_moveaxis, d_broadcast_to, d_broadcast_arrays, d_matrix_transpose,
+       d_concatenate, d_stack, d_vstack, d_hstack, d_dstack, d_column_stack,
+       d_append, d_split, d_hsplit, d_vsplit, d_dsplit, d_tile, d_repeat, d_flip,
+       d_fliplr, d_flipud, d_roll, d_rot90, d_pad, d_triu, d_tril, d_diag,
+       d_diagonal, d_trace, d_linalg_diagonal, d_linalg_trace, d_array, d_astype,
+       d_full, d_full_like, container=True)  # fmt: skip

@@ -14,7 +14,7 @@ It behaves like the dense array it stands for wherever cotangents flow:
 * any other NumPy operation (a ufunc, ``np.asarray``) sees the dense array.
 
 ``to_dense()`` is what ``support.finalize`` calls before a gradient is handed to
-the user; ``optim.SGD`` applies a RowSparse gradient without densifying it.
+the user; ``s2sad.optim.SGD`` applies a RowSparse gradient without densifying it.
 """
 
 from __future__ import annotations

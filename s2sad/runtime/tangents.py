@@ -26,6 +26,10 @@ primals need no code, only a kind:
   Positions without a written rule have zero tangent.
 
 ``None`` is the zero tangent, as it is the zero cotangent in reverse mode.
+
+The built-in tangent rules sit in each family module (``reductions.py``...),
+after that family's adjoint rules; the rules of the helpers that emitted code
+calls (``support``'s and this module's) are at the end of this module.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime import registry
+from s2sad.runtime import registry, support
 from s2sad.runtime.support import MISSING, ones_like_output, pad, zeros_like
 
 KINDS = ("linear", "elementwise", "scalar", "reduction", "additive",
@@ -72,6 +76,8 @@ class TangentRule:
 
 _TANGENTS: dict[Any, TangentRule] = {}
 _ELEMENTWISE: set[Any] = set()
+#: adjoint rules of reductions over fixed axes -> those axes (see ``reduction``)
+_FIXED_AXES: dict[Any, tuple[int, ...]] = {}
 
 
 _CHANGES = [0]  # bumped on every registration: fingerprint() is cached per value
@@ -81,7 +87,7 @@ def _register(primals: tuple, **fields: Any) -> None:
     _CHANGES[0] += 1
     for primal in primals:
         rule = TangentRule(primal, name=registry.display_name(primal), **fields)
-        _TANGENTS[registry._key(primal)] = rule
+        _TANGENTS[registry.key_of(primal)] = rule
 
 
 def linear(
@@ -118,7 +124,7 @@ def constant(*primals: Any) -> None:
 def elementwise(*primals: Any) -> None:
     """Declare ``primals`` elementwise: their adjoint rule with g := t is the JVP."""
     _CHANGES[0] += 1
-    _ELEMENTWISE.update(registry._key(p) for p in primals)
+    _ELEMENTWISE.update(registry.key_of(p) for p in primals)
 
 
 def scalar(*primals: Any) -> None:
@@ -127,10 +133,17 @@ def scalar(*primals: Any) -> None:
         _register((primal,), kind="scalar", adjoint=_adjoint_of(primal))
 
 
-def reduction(*primals: Any) -> None:
-    """Declare ``primals`` reductions whose outputs each read one slice of ``x``."""
+def reduction(*primals: Any, axes: tuple[int, ...] | None = None) -> None:
+    """Declare ``primals`` reductions whose outputs each read one slice of ``x``.
+
+    ``axes``: the axes they always reduce (matrix norms read the last two), for
+    primals whose adjoint rule takes no ``axis`` argument.
+    """
     for primal in primals:
-        _register((primal,), kind="reduction", adjoint=_adjoint_of(primal))
+        adjoint = _adjoint_of(primal)
+        if axes is not None:
+            _FIXED_AXES[adjoint] = tuple(axes)
+        _register((primal,), kind="reduction", adjoint=adjoint)
 
 
 def tangent(*primals: Any, argnum: int = 0, container: bool = False) -> Callable:
@@ -142,7 +155,7 @@ def tangent(*primals: Any, argnum: int = 0, container: bool = False) -> Callable
 
     def register(fn: Callable) -> Callable:
         for primal in primals:
-            old = _TANGENTS.get(registry._key(primal))
+            old = _TANGENTS.get(registry.key_of(primal))
             written = (
                 dict(old.written) if old is not None and old.kind == "written" else {}
             )
@@ -174,9 +187,9 @@ def registry_error(primal: Any) -> Exception:
 
 def lookup(fn: Any) -> TangentRule | None:
     """The tangent rule of ``fn``: registered, or derived from its adjoint rule."""
-    registry._ensure_loaded()
+    registry.ensure_loaded()
     try:
-        key = registry._key(fn)
+        key = registry.key_of(fn)
         rule = _TANGENTS.get(key)
     except TypeError:
         return None
@@ -210,7 +223,7 @@ def _is_elementwise(fn: Any, key: Any) -> bool:
 
 def fingerprint() -> str:
     """A hash of every tangent rule (kind, slots, written sources); part of cache keys."""
-    registry._ensure_loaded()
+    registry.ensure_loaded()
     return _fingerprint(_CHANGES[0], registry.fingerprint())
 
 
@@ -335,10 +348,6 @@ def _signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn)
 
 
-#: reductions over fixed axes (matrix norms read the last two)
-_FIXED_AXES: dict[Any, tuple[int, ...]] = {}
-
-
 def jvp_reduction(
     adjoint: Callable, t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any
 ) -> Any:
@@ -395,3 +404,19 @@ def pushforward(fn: Any, argnum: int, t: Any, *args: Any, **kwargs: Any) -> Any:
     if written is not None:
         return written(t, ans, *args, **kwargs)
     return rule.written[-1](t, ans, *args, argnum=argnum, **kwargs)
+
+
+# ================================================================ tangents of the helpers
+# The helpers emitted gradient code calls (support's and this module's), so that a
+# gradient can be differentiated again in forward mode (Hessian-vector products).
+# Their tangents live here, not in support.py: support is imported by this module.
+
+additive(support.add, support.accumulate)
+# (none_ok: they read None as zero; container: the result may hold None entries even
+# when the tangent passed in holds none)
+linear(support.unbroadcast, support.finalize, support.without_item, or_zeros, filled,
+       finish, none_ok=True)  # fmt: skip
+linear(support.item_of, support.split_last, none_ok=True, container=True)
+linear(support.pad, support.copy_item, zero_entry, container=True)
+linear(broadcast_like)
+constant(support.zeros_like, support.ones_like_output)

@@ -16,11 +16,13 @@ after the call.
 
 The shapes come from a *recording call*: the second call for a new shape
 signature (the first runs without buffers, so that a function called once
-never pays for recording) runs a variant of the emitted function in which every site is wrapped
-as ``ws.keep("key", <call>)`` (built here from the module's source with the
-standard library's ``ast``); :class:`Recorder` notes each site's shape and dtype
-and how many of its results were alive at once.  Sites whose results were not
-arrays, or changed shape or dtype during the call, get no buffer.
+never pays for recording) runs a variant of the emitted function in which
+every site is wrapped as ``ws.keep("key", <call>)``; :class:`Recorder` notes
+each site's shape and dtype and how many of its results were alive at once.
+Sites whose results were not arrays, or changed shape or dtype during the call,
+get no buffer.  The variant is built by the compiler (its buffers/record
+module, which reads the module's source) and handed to the :class:`Pool` as a
+callable: the runtime never parses code.
 
 The compiler only turns a call into a site when the shape of its result is fixed
 by the argument shapes (no boolean masks, no data-dependent control flow feeding
@@ -29,7 +31,6 @@ it), so a buffer recorded once fits every later call with the same signature.
 
 from __future__ import annotations
 
-import ast
 import sys
 import weakref
 from typing import Any, Callable
@@ -249,77 +250,17 @@ class Recorder(_Results):
         return out
 
 
-# -- the recording variant of an emitted function ------------------------------------
-
-
-def _site_key(node: ast.expr) -> str | None:
-    """``"k"`` for ``ws["k"]`` or ``ws.take("k")``, else None."""
-    if (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "ws"
-        and isinstance(node.slice, ast.Constant)
-    ):
-        return node.slice.value
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "ws"
-        and node.func.attr == "take"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    ):
-        return node.args[0].value
-    return None
-
-
-class _WrapSites(ast.NodeTransformer):
-    def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)
-        for kw in node.keywords:
-            if kw.arg == "out" and _site_key(kw.value) is not None:
-                keys: ast.expr = ast.Constant(_site_key(kw.value))
-                break
-            if kw.arg == "into" and isinstance(kw.value, ast.Tuple):
-                found = [_site_key(e) for e in kw.value.elts]
-                if any(k is not None for k in found):
-                    keys = ast.Tuple(
-                        elts=[ast.Constant(k or "") for k in found], ctx=ast.Load()
-                    )
-                    break
-        else:
-            return node
-        keep = ast.Attribute(
-            value=ast.Name("ws", ast.Load()), attr="keep", ctx=ast.Load()
-        )
-        return ast.Call(func=keep, args=[keys, node], keywords=[])
-
-
-def recording_variant(fn: Callable, source: str) -> Callable:
-    """``fn`` rebuilt from its module ``source`` with every site wrapped in ws.keep."""
-    tree = ast.parse(source)
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    if fn.__name__ not in [d.name for d in defs]:
-        raise LookupError(f"{fn.__name__} not found in its module's source")
-    # every function: the recording top-level function calls recording callees
-    module = ast.Module(body=[_WrapSites().visit(d) for d in defs], type_ignores=[])
-    ast.fix_missing_locations(module)
-    code = compile(module, f"<s2sad recording of {fn.__name__}>", "exec")
-    namespace = dict(fn.__globals__)
-    exec(code, namespace)
-    return namespace[fn.__name__]
-
-
 class Pool:
     """Workspaces of one gradient function, per shape signature (thread-safe: a
     call pops a workspace and puts it back, so two threads never share one)."""
 
     MAX_SIGNATURES = 8
 
-    def __init__(self, fn: Callable, source: str):
+    def __init__(self, fn: Callable, recording: Callable[[], Callable]):
+        """``recording()`` builds ``fn``'s recording variant (every site wrapped in
+        ``ws.keep``); it is called once, when the pool first records."""
         self.fn = fn
-        self.source = source
+        self._build_recording = recording
         self._recording: Callable | None = None
         self.layouts: dict[Any, Layout] = {}
         self.free: dict[Any, list] = {}
@@ -378,7 +319,7 @@ class Pool:
 
     def _record(self, key: Any, args: list, results: tuple | None):
         if self._recording is None:
-            self._recording = recording_variant(self.fn, self.source)
+            self._recording = self._build_recording()
         rec = Recorder(results)
         value = self._recording(*args, ws=rec)
         if len(self.layouts) >= self.MAX_SIGNATURES:

@@ -10,9 +10,11 @@ from s2sad.runtime import registry
 
 def untested(family: str, tested: set) -> list[str]:
     """Names of the family's rules whose primal is not in ``tested``."""
-    keys = {registry._key(fn) for fn in tested}
+    keys = {registry.key_of(fn) for fn in tested}
     return [
-        r.name for r in rules_by_family()[family] if registry._key(r.primal) not in keys
+        r.name
+        for r in rules_by_family()[family]
+        if registry.key_of(r.primal) not in keys
     ]
 
 

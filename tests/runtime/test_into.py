@@ -273,7 +273,7 @@ def test_getitem_row_gather(dtype):
     """E[ids] with repeated ids: accumulated; the position array is chunked."""
     table = rand((20000, 50), dtype)
     ids = RNG.integers(0, 2000, (64, 130))
-    chunk = indexing._CHUNK * (8 + 4)  # positions (intp) and a cast values chunk
+    chunk = indexing.CHUNK * (8 + 4)  # positions (intp) and a cast values chunk
     # plus the wrapped row numbers and the buffers of a broadcasting ufunc
     bound = chunk + ids.size * 8 + 2 * CAST + SLACK
     assert bound < table.nbytes / 2
@@ -298,7 +298,7 @@ def test_getitem_bufferless_unchanged_by_chunks(monkeypatch):
     table, ids = rand((30, 4)), RNG.integers(0, 30, (9, 7))
     g = rand((9, 7, 4))
     whole = indexing.d_getitem(g, None, table, ids)[0]
-    monkeypatch.setattr(indexing, "_CHUNK", 8)  # two rows per np.add.at call
+    monkeypatch.setattr(indexing, "CHUNK", 8)  # two rows per np.add.at call
     np.testing.assert_array_equal(indexing.d_getitem(g, None, table, ids)[0], whole)
     expected = np.zeros_like(table)
     np.add.at(expected, ids, g)
@@ -326,7 +326,7 @@ def test_maxpool1d(k, dtype):
     x[:, :, 1] = x[:, :, 0]  # ties: the first maximum wins
     ans = nn.maxpool1d(x, k)
     g = rand(ans.shape, dtype)
-    if k > nn._FEW_OFFSETS:  # argmax over strided windows copies them, as before
+    if k > nn.FEW_OFFSETS:  # argmax over strided windows copies them, as before
         run(nn.d_maxpool1d, g, ans, x, k, honoured=(True,))
         return
     small = 3 * ans.size + 2 * CAST + SLACK  # three window-sized boolean masks

@@ -1,4 +1,4 @@
-"""Optimizers and initialisers of s2sad.runtime.optim."""
+"""Optimizers and initialisers of s2sad.optim."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from s2sad.runtime import optim
+from s2sad import optim
 from s2sad.runtime.sparse import RowSparse
 
 # Dyadic numbers keep SGD and Momentum arithmetic exact, so equality is exact.
