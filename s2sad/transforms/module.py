@@ -128,6 +128,10 @@ class ModuleBuilder:
         self.comments.append(text)
         return comments.marker(len(self.comments) - 1)
 
+    def origin_comment(self, what: str, source, lineno: int) -> ast.stmt:
+        """``# grad of: <source line>`` (or ``tangent of:``) above generated code."""
+        return self.comment(f"{what} of: {source.line(lineno).strip()}")
+
     def bind(self, wanted: str, obj: Any, origin: list | None = None) -> str:
         """A module-level name for ``obj``, preferably ``wanted``.
 

@@ -150,8 +150,9 @@ class FunctionForward:
     def comment_for(self, s: ast.stmt, out: list[ast.stmt]) -> None:
         origin = anno(s).get("origin")
         if origin is not None and origin != self.last_origin:
-            text = self.parsed.source.line(origin).strip()
-            out.append(self.module.comment(f"tangent of: {text}"))
+            out.append(
+                self.module.origin_comment("tangent", self.parsed.source, origin)
+            )
             self.last_origin = origin
 
     def emit(

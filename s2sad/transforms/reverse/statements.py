@@ -42,6 +42,11 @@ class FunctionReverser:
         self.act = act
         self.state: dict[str, str] = {}
         self.gnames: dict[str, str] = {}
+        #: a restore the statement being reversed owes after its own (a call's
+        #: receiver saved before the call)
+        self.pending_restore: tuple[str, int] | None = None
+        #: rule result positions unpacked straight into a cotangent variable
+        self.direct_assigned: dict[int, str] = {}
 
     # ------------------------------------------------------------------ names
     def g(self, x: str) -> str:

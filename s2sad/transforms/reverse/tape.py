@@ -103,8 +103,7 @@ class FunctionCompiler:
         return lambda: name(old)
 
     def comment(self, lineno: int) -> ast.stmt:
-        text = self.parsed.source.line(lineno).strip()
-        return self.module.comment(f"grad of: {text}")
+        return self.module.origin_comment("grad", self.parsed.source, lineno)
 
     def fail(self, node: ast.AST, message: str, hint: str = "") -> None:
         self.problems.append(self.parsed.source.problem(node, message, hint))
