@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, loads
 
 
 def run(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -23,13 +23,6 @@ def run(body: list[ast.stmt]) -> list[ast.stmt]:
     _remove(body, set())
     return body
 
-
-def _loads(node: ast.AST) -> set[str]:
-    return {
-        n.id
-        for n in ast.walk(node)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
 
 
 def _kills(s: ast.stmt) -> set[str]:
@@ -53,10 +46,10 @@ def _live_block(stmts: list[ast.stmt], live_after: set[str]) -> set[str]:
 def _live(s: ast.stmt, live: set[str]) -> set[str]:
     """Names live before ``s`` given those live after it."""
     if isinstance(s, ast.If):
-        return _live_block(s.body, live) | _live_block(s.orelse, live) | _loads(s.test)
+        return _live_block(s.body, live) | _live_block(s.orelse, live) | loads(s.test)
     if isinstance(s, (ast.For, ast.While)):
-        return _head(s, live) | _loads(s.iter if isinstance(s, ast.For) else s.test)
-    return (live - _kills(s)) | _loads(s)
+        return _head(s, live) | loads(s.iter if isinstance(s, ast.For) else s.test)
+    return (live - _kills(s)) | loads(s)
 
 
 def _head(loop: ast.For | ast.While, live_after: set[str]) -> set[str]:
