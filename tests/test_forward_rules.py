@@ -18,13 +18,16 @@ import numpy as np
 import pytest
 
 from s2sad.runtime import (
+    activations,
     contractions,
     indexing,
+    joining,
     nn,
     pyfuncs,
     reductions,
     registry,
     shapes,
+    statistics,
     support,
     tangents,
 )
@@ -428,9 +431,9 @@ def _rule_args(rule, *args, **kwargs):
 
 rule_primal = {
     reductions.d_sum: np.sum, reductions.d_mean: np.mean, reductions.d_max: np.max,
-    reductions.d_var: np.var, reductions.d_std: np.std, reductions.d_logsumexp: logsumexp,
+    statistics.d_var: np.var, statistics.d_std: np.std, reductions.d_logsumexp: logsumexp,
     indexing.d_getitem: operator.getitem, shapes.d_reshape: np.reshape,
-    shapes.d_transpose: np.transpose, shapes.d_concatenate: np.concatenate,
+    shapes.d_transpose: np.transpose, joining.d_concatenate: np.concatenate,
     contractions.d_matmul: np.matmul, contractions.d_matmul_lhs: np.matmul,
     contractions.d_matmul_rhs: np.matmul, contractions.d_dot: np.dot,
     contractions.d_tensordot: np.tensordot, contractions.d_einsum: np.einsum,
@@ -438,19 +441,19 @@ rule_primal = {
     contractions.d_vdot: np.vdot, contractions.d_kron: np.kron,
     contractions.d_cross: np.cross, contractions.d_vecdot: np.vecdot,
     pyfuncs.d_builtin_sum: builtins.sum, pyfuncs.d_builtin_float: builtins.float,
-    nn.d_softmax_cross_entropy: nn.softmax_cross_entropy, nn.d_log_softmax: nn.log_softmax,
-    nn.d_softmax: nn.softmax, nn.d_dense: nn.dense, nn.d_conv1d: nn.conv1d,
+    nn.d_softmax_cross_entropy: nn.softmax_cross_entropy, activations.d_log_softmax: nn.log_softmax,
+    activations.d_softmax: nn.softmax, activations.d_dense: nn.dense, nn.d_conv1d: nn.conv1d,
     nn.d_binary_cross_entropy_with_logits: nn.binary_cross_entropy_with_logits,
-    nn.d_relu: nn.relu,
+    activations.d_relu: nn.relu,
 }  # fmt: skip
 
 RULE_CASES = [
     (reductions.d_sum, (rnd(3, 4), 1)), (reductions.d_mean, (rnd(3, 4),)),
-    (reductions.d_max, (distinct(3, 4), 0)), (reductions.d_var, (rnd(3, 4), 1)),
-    (reductions.d_std, (rnd(3, 4), 1)), (reductions.d_std, (rnd(5),)),
+    (reductions.d_max, (distinct(3, 4), 0)), (statistics.d_var, (rnd(3, 4), 1)),
+    (statistics.d_std, (rnd(3, 4), 1)), (statistics.d_std, (rnd(5),)),
     (reductions.d_logsumexp, (rnd(3, 4), 1)), (indexing.d_getitem, (rnd(4, 3), 2)),
     (shapes.d_reshape, (rnd(3, 4), (2, 6))), (shapes.d_transpose, (rnd(2, 3),)),
-    (shapes.d_concatenate, ([rnd(2), rnd(3)],)), (contractions.d_matmul, (rnd(2, 3), rnd(3, 4))),
+    (joining.d_concatenate, ([rnd(2), rnd(3)],)), (contractions.d_matmul, (rnd(2, 3), rnd(3, 4))),
     (contractions.d_matmul, (rnd(3), rnd(3, 2))), (contractions.d_matmul_lhs, (rnd(2, 3), rnd(3, 4))),
     (contractions.d_matmul_rhs, (rnd(2, 3), rnd(3, 4))), (contractions.d_dot, (rnd(2, 3), rnd(3))),
     (contractions.d_tensordot, (rnd(2, 3), rnd(3, 4), 1)),
@@ -460,9 +463,9 @@ RULE_CASES = [
     (contractions.d_cross, (rnd(3), rnd(3))), (contractions.d_vecdot, (rnd(2, 3), rnd(2, 3))),
     (pyfuncs.d_builtin_sum, ([rnd(2), rnd(2)],)), (pyfuncs.d_builtin_float, (np.array(rnd()),)),
     (nn.d_softmax_cross_entropy, (rnd(3, 4), np.array([1, 0, 3]))),
-    (nn.d_log_softmax, (rnd(3, 4),)), (nn.d_softmax, (rnd(3, 4),)),
-    (nn.d_dense, (rnd(2, 3), rnd(3, 4), rnd(4))), (nn.d_conv1d, (rnd(2, 3, 5), rnd(2, 3, 2), rnd(2))),
-    (nn.d_binary_cross_entropy_with_logits, (rnd(3), pos(3) / 2)), (nn.d_relu, (rnd(3, 4),)),
+    (activations.d_log_softmax, (rnd(3, 4),)), (activations.d_softmax, (rnd(3, 4),)),
+    (activations.d_dense, (rnd(2, 3), rnd(3, 4), rnd(4))), (nn.d_conv1d, (rnd(2, 3, 5), rnd(2, 3, 2), rnd(2))),
+    (nn.d_binary_cross_entropy_with_logits, (rnd(3), pos(3) / 2)), (activations.d_relu, (rnd(3, 4),)),
 ]  # fmt: skip
 
 
@@ -478,7 +481,7 @@ def test_tangents_of_adjoint_rules(rule, args):
     check_jvp(rule, *full, argnums=nums)
 
 
-MASKED = {reductions.d_max, nn.d_relu}
+MASKED = {reductions.d_max, activations.d_relu}
 
 
 # ---------------------------------------------------------------- coverage

@@ -14,14 +14,17 @@ import importlib
 #: the rule modules, in the order they are loaded (a fixed list, not a scan of
 #: the package, so that registration order never depends on which files exist)
 RULE_MODULES = (
+    "activations",
     "contractions",
     "elementwise",
     "indexing",
+    "joining",
     "linalg",
     "nn",
     "pyfuncs",
     "reductions",
     "shapes",
+    "statistics",
 )
 
 

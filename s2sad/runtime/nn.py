@@ -2,7 +2,10 @@
 
 Users call these from plain NumPy loss functions; s2sad differentiates the loss
 and uses the rules below for the kernels.  Every kernel is an ordinary function
-that also works without s2sad.
+that also works without s2sad.  The dense layer and the activations (``dense``,
+``relu``, ``sigmoid``, ``softmax``, ``log_softmax``) are defined with their
+rules in :mod:`s2sad.runtime.activations` and re-exported here, so that every
+kernel is reached as ``nn.<name>``.
 
 Layouts and conventions
 -----------------------
@@ -23,7 +26,6 @@ Layouts and conventions
 * ``maxpool1d(x, k)`` pools non-overlapping windows of ``k`` over the last axis;
   ``length % k`` trailing elements are dropped (PyTorch ``MaxPool1d(k)``).  On
   ties the gradient goes to the *first* maximal element of each window only.
-* ``relu``'s gradient at exactly 0 is 0.
 * ``embedding(table, ids)`` is ``table[ids]``; its rule returns a
   :class:`~s2sad.runtime.sparse.RowSparse` cotangent holding only touched rows.
 * Losses return the *mean* over all examples, as a scalar of the logits' dtype.
@@ -41,16 +43,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from s2sad.runtime.activations import dense, log_softmax, relu, sigmoid, softmax
 from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.sparse import RowSparse, coalesce
-from s2sad.runtime.tangents import (
-    broadcast_like,
-    elementwise,
-    linear,
-    scalar,
-    tangent,
-)
+from s2sad.runtime.tangents import broadcast_like, linear, scalar, tangent
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -257,75 +254,6 @@ def one_hot(labels: np.ndarray, classes: int, dtype: type = np.float32) -> np.nd
 nondifferentiable(one_hot)
 
 
-# -- dense layer and activations --------------------------------------------------
-
-
-def dense(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """``x @ W + b`` for x of shape ``(..., in)``, W ``(in, out)``, b ``(out,)``."""
-    y = np.matmul(x, W)
-    if b is not None:
-        y += b  # y is fresh: add in place
-    return y
-
-
-def _leading_axes(a: np.ndarray) -> list[int]:
-    return list(range(np.ndim(a) - 1))
-
-
-@adjoint(dense)
-def d_dense(g, ans, x, W, b=None):
-    return (
-        g @ W.T,
-        np.tensordot(x, g, axes=(_leading_axes(x), _leading_axes(g))),
-        None if b is None else g.sum(axis=tuple(_leading_axes(g))),
-    )
-
-
-def relu(x: np.ndarray) -> np.ndarray:
-    """``max(x, 0)`` elementwise."""
-    return np.maximum(x, 0)
-
-
-@adjoint(relu)
-def d_relu(g, ans, x):
-    return (g * (ans > 0),)
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-x))`` without overflow: exp is only taken of ``-|x|``."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0, e) / (1.0 + e)
-
-
-@adjoint(sigmoid)
-def d_sigmoid(g, ans, x):
-    return (g * (ans * (1.0 - ans)),)
-
-
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``exp(x) / sum(exp(x))`` along axis, shifted by the max so it cannot overflow."""
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    e /= e.sum(axis=axis, keepdims=True)
-    return e
-
-
-@adjoint(softmax)
-def d_softmax(g, ans, x, axis=-1):
-    return (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
-
-
-def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``x - logsumexp(x)`` along axis, computed from max-shifted values."""
-    z = x - np.max(x, axis=axis, keepdims=True)
-    z -= np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
-    return z
-
-
-@adjoint(log_softmax)
-def d_log_softmax(g, ans, x, axis=-1):
-    return (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)
-
-
 # -- losses ---------------------------------------------------------------------
 
 
@@ -418,34 +346,8 @@ def d_binary_cross_entropy_with_logits(g, ans, logits, targets):
 # tangent forward, then the tangents of this module's adjoint rules and helpers,
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
-elementwise(relu, sigmoid)
 linear(embedding)
 scalar(softmax_cross_entropy, binary_cross_entropy_with_logits)
-
-
-@tangent(softmax)
-def jvp_softmax(t, ans, x, axis=-1):
-    return ans * (t - np.sum(t * ans, axis=axis, keepdims=True))
-
-
-@tangent(log_softmax)
-def jvp_log_softmax(t, ans, x, axis=-1):
-    return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
-
-
-@tangent(dense)
-def jvp_dense_x(t, ans, x, W, b=None):
-    return t @ W
-
-
-@tangent(dense, argnum=1)
-def jvp_dense_w(t, ans, x, W, b=None):
-    return x @ t
-
-
-@tangent(dense, argnum=2)
-def jvp_dense_b(t, ans, x, W, b=None):
-    return broadcast_like(t, ans)
 
 
 @tangent(conv1d)
@@ -473,12 +375,7 @@ def jvp_maxpool1d(t, ans, x, k):
 
 
 # adjoint rules that read their other arguments only for masks or indices
-linear(d_relu, d_maxpool1d, d_embedding, container=True)
-
-
-def _mT(a: np.ndarray) -> np.ndarray:
-    """Matrix transpose of the last two axes."""
-    return np.swapaxes(a, -1, -2)
+linear(d_maxpool1d, d_embedding, container=True)
 
 
 @tangent(d_softmax_cross_entropy, container=True)
@@ -492,28 +389,6 @@ def jvp_d_softmax_cross_entropy_logits(t, ans, g, out, logits, labels):
     p = softmax(logits)
     moved = p * (t - np.sum(p * t, axis=-1, keepdims=True))
     return (moved * (np.asarray(g, p.dtype) / max(np.size(labels), 1)), None)
-
-
-@tangent(d_log_softmax, container=True)
-def jvp_d_log_softmax_g(t, ans, g, out, x, axis=-1):
-    return d_log_softmax(t, out, x, axis)
-
-
-@tangent(d_log_softmax, argnum=1, container=True)
-def jvp_d_log_softmax_out(t, ans, g, out, x, axis=-1):
-    return (-np.exp(out) * t * np.sum(g, axis=axis, keepdims=True),)
-
-
-@tangent(d_softmax, container=True)
-def jvp_d_softmax_g(t, ans, g, out, x, axis=-1):
-    return d_softmax(t, out, x, axis)
-
-
-@tangent(d_softmax, argnum=1, container=True)
-def jvp_d_softmax_out(t, ans, g, out, x, axis=-1):
-    """out (g - <g, out>) moves by t (g - <g, out>) - out <g, t>."""
-    inner = np.sum(g * out, axis=axis, keepdims=True)
-    return (t * (g - inner) - out * np.sum(g * t, axis=axis, keepdims=True),)
 
 
 @tangent(d_binary_cross_entropy_with_logits, container=True)
@@ -531,21 +406,6 @@ def jvp_d_bce_logits(t, ans, g, out, logits, targets):
 @tangent(d_binary_cross_entropy_with_logits, argnum=3, container=True)
 def jvp_d_bce_targets(t, ans, g, out, logits, targets):
     return (-t * (np.asarray(g, np.asarray(logits).dtype) / np.size(logits)), None)
-
-
-@tangent(d_dense, container=True)
-def jvp_d_dense_g(t, ans, g, out, x, W, b=None):
-    return d_dense(t, out, x, W, b)
-
-
-@tangent(d_dense, argnum=2, container=True)
-def jvp_d_dense_x(t, ans, g, out, x, W, b=None):
-    return (None, d_dense(g, out, t, W, b)[1], None)
-
-
-@tangent(d_dense, argnum=3, container=True)
-def jvp_d_dense_w(t, ans, g, out, x, W, b=None):
-    return (g @ _mT(t), None, None)
 
 
 @tangent(d_conv1d, container=True)

@@ -1,21 +1,19 @@
-"""Adjoint rules for reductions and scans (sum, mean, max, prod, var, cumsum, ...).
+"""Adjoint rules for reductions (sum, mean, max/min, prod, logsumexp, ...).
 
 Every rule accepts ``axis`` as None, an int, a negative int or a tuple, and
 ``keepdims``; the method forms (``x.sum(1)``) pass the same positional
 arguments after the receiver.  A reduced cotangent is first given back its
-reduced axes (:func:`expand`) and then broadcast against the input.
+reduced axes (:func:`expand`) and then broadcast against the input.  The axis
+helpers here (:func:`expand`, :func:`like`, :func:`count`, ...) are shared with
+:mod:`s2sad.runtime.statistics` (averages, moments, scans, sorting and norms)
+and :func:`into_buffer` with every rule that takes an ``into`` buffer.
 
 Conventions:
 
-* ``max``/``min``/``amax``/``amin``/``nanmax``/``nanmin`` and the ``inf`` norms:
-  when several entries tie for the extremum, the cotangent is split equally
-  among them (two tied maxima get ``g / 2`` each).
-* ``median``: the cotangent goes to the middle element of the sorted slice, or
-  half to each of the two middle elements for an even count.
-* ``sort``: ties keep the stable order, so each output position sends its
-  cotangent to the input it was copied from.
-* ``prod``/``cumprod`` are exact with zeros (no division by the input).
-* ``std`` at a constant slice (std = 0) gets a zero cotangent.
+* ``max``/``min``/``amax``/``amin``/``nanmax``/``nanmin`` and ``ptp``: when
+  several entries tie for the extremum, the cotangent is split equally among
+  them (two tied maxima get ``g / 2`` each).
+* ``prod`` is exact with zeros (no division by the input).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
-from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
 # ---------------------------------------------------------------- axis helpers
@@ -113,13 +110,13 @@ def _float_out(x: Any, into: Any) -> np.ndarray | None:
     return into_buffer(into, 0, x.shape, x.dtype)
 
 
-def _no_where(kwargs: dict, name: str) -> None:
+def no_where(kwargs: dict, name: str) -> None:
     """Be loud about ``where=`` masks that a rule does not implement."""
     if "where" in kwargs:
         raise NotImplementedError(f"{name}(..., where=...) has no rule")
 
 
-def _mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
+def mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
     """Indicator of ``x == full`` divided by the number of ties along ``axis``."""
     mask = (x == full) & where
     return mask / np.maximum(np.sum(mask, axis=axis, keepdims=True), 1)
@@ -169,43 +166,16 @@ def _mean_into(buf: np.ndarray, g: Any, x: Any, axis: Any, keepdims: bool, where
 
 @adjoint(np.nansum)
 def d_nansum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _no_where(kwargs, "np.nansum")
+    no_where(kwargs, "np.nansum")
     return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
 
 
 @adjoint(np.nanmean)
 def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _no_where(kwargs, "np.nanmean")
+    no_where(kwargs, "np.nanmean")
     valid = ~np.isnan(x)
     n = np.sum(valid, axis=axis, keepdims=True)
     return (like(np.where(valid, expand(g, x, axis, keepdims) / n, 0), x),)
-
-
-@adjoint(np.average)
-def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Cotangents of ``a`` and (when passed positionally) of ``weights``."""
-    if returned:
-        raise NotImplementedError("np.average(..., returned=True) has no rule")
-    a = np.asarray(a)
-    ge = expand(g, a, axis, keepdims)
-    if weights is None:
-        return (like(np.broadcast_to(ge / count(a, axis), a.shape), a),)
-    w = np.asarray(weights)
-    wb = w if w.shape == a.shape else np.reshape(w, _along(a.ndim, axis))
-    total = np.sum(np.broadcast_to(wb, a.shape), axis=axis, keepdims=True)
-    g_wb = ge * (a - expand(ans, a, axis, keepdims)) / total
-    return (
-        like(ge * wb / total, a),
-        None,
-        like(unbroadcast(g_wb, wb).reshape(w.shape), w),
-    )
-
-
-def _along(ndim: int, axis: int) -> tuple[int, ...]:
-    """Shape (1, .., -1, .., 1) that lays a 1-d array along ``axis``."""
-    shape = [1] * ndim
-    shape[axis] = -1
-    return tuple(shape)
 
 
 # ---------------------------------------------------------------- extrema
@@ -221,7 +191,7 @@ def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs
     if axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
         mask = x == full  # the whole-array extremum: ties share g equally
         return (like(mask * (g / max(np.count_nonzero(mask), 1)), x),)
-    share = _mask_share(x, full, axis, kwargs.get("where", True))
+    share = mask_share(x, full, axis, kwargs.get("where", True))
     return (like(expand(g, x, axis, keepdims) * share, x),)
 
 
@@ -252,7 +222,7 @@ def d_ptp(g, ans, x, axis=None, out=None, keepdims=False):
     ge = expand(g, x, axis, keepdims)
     hi = expand(np.max(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
     lo = expand(np.min(x, axis=axis, keepdims=keepdims), x, axis, keepdims)
-    return (like(ge * (_mask_share(x, hi, axis) - _mask_share(x, lo, axis)), x),)
+    return (like(ge * (mask_share(x, hi, axis) - mask_share(x, lo, axis)), x),)
 
 
 # ---------------------------------------------------------------- products
@@ -276,144 +246,6 @@ def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=N
     return (like(expand(g, x, axis, keepdims) * others * scale, x),)
 
 
-# ---------------------------------------------------------------- moments
-
-
-@adjoint(np.var)
-def d_var(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    """2 (x - mean) / (n - ddof); a given ``mean=`` is the true mean, so it adds nothing."""
-    _no_where(kw, "np.var")
-    ddof = kw.get("correction", ddof)
-    centered = x - np.mean(x, axis=axis, keepdims=True)
-    n = count(x, axis) - ddof
-    return (like(expand(g, x, axis, keepdims) * centered * (2.0 / n), x),)
-
-
-@adjoint(np.std)
-def d_std(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    """(x - mean) / ((n - ddof) * std); 0 where std is 0."""
-    _no_where(kw, "np.std")
-    ddof = kw.get("correction", ddof)
-    centered = x - np.mean(x, axis=axis, keepdims=True)
-    sd = expand(ans, x, axis, keepdims)
-    n = count(x, axis) - ddof
-    scale = np.where(sd == 0, 0, 1 / (n * np.where(sd == 0, 1, sd)))
-    return (like(expand(g, x, axis, keepdims) * centered * scale, x),)
-
-
-# ---------------------------------------------------------------- scans
-
-
-def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
-    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
-
-
-@adjoint(np.cumsum)
-def d_cumsum(g, ans, x, axis=None, dtype=None, out=None):
-    if axis is None:
-        return (like(np.reshape(_reverse_cumsum(g, 0), np.shape(x)), x),)
-    return (like(_reverse_cumsum(g, axis), x),)
-
-
-def _cumprod_last(g: np.ndarray, ans: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Cotangent of cumprod along the last axis, exact with zeros in x."""
-    if np.all(x != 0):
-        return _reverse_cumsum(g * ans, -1) / x
-    # ct_i = prod_{k<i} x_k * r_i  with  r_i = g_i + x_{i+1} r_{i+1}
-    left = np.cumprod(np.concatenate([np.ones_like(x[..., :1]), x[..., :-1]], -1), -1)
-    r = np.zeros_like(g)
-    r[..., -1] = g[..., -1]
-    for i in range(x.shape[-1] - 2, -1, -1):
-        r[..., i] = g[..., i] + x[..., i + 1] * r[..., i + 1]
-    return left * r
-
-
-@adjoint(np.cumprod)
-def d_cumprod(g, ans, x, axis=None, dtype=None, out=None):
-    x = np.asarray(x)
-    if axis is None:
-        flat = _cumprod_last(np.asarray(g), np.asarray(ans), x.ravel())
-        return (like(flat.reshape(x.shape), x),)
-    gm, am, xm = (np.moveaxis(np.asarray(v), axis, -1) for v in (g, ans, x))
-    ct = _cumprod_last(gm, am, xm)
-    return (like(np.moveaxis(ct, -1, axis), x),)
-
-
-def _without_initial(g: Any, axis: Any, include_initial: bool) -> Any:
-    """Drop the leading entry that ``include_initial=True`` adds along ``axis``."""
-    if not include_initial:
-        return g
-    ax = -1 if axis is None else axis
-    return np.take(g, range(1, np.shape(g)[ax]), axis=ax)
-
-
-if hasattr(np, "cumulative_sum"):  # NumPy >= 2.1
-
-    @adjoint(np.cumulative_sum)
-    def d_cumulative_sum(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
-        g = _without_initial(g, axis, kw.get("include_initial", False))
-        return (like(_reverse_cumsum(g, -1 if axis is None else axis), x),)
-
-    @adjoint(np.cumulative_prod)
-    def d_cumulative_prod(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
-        g = _without_initial(g, axis, kw.get("include_initial", False))
-        ans = _without_initial(ans, axis, kw.get("include_initial", False))
-        return d_cumprod(g, ans, x, -1 if axis is None else axis)
-
-
-@adjoint(np.diff)
-def d_diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
-    """Each difference step is undone by a negated difference of the zero-padded g."""
-    for _ in range(n):
-        pad = [(0, 0)] * np.ndim(g)
-        pad[axis] = (1, 1)
-        g = -np.diff(np.pad(g, pad), axis=axis)
-    start = _length_along(prepend, axis)
-    return (like(np.take(g, range(start, start + np.shape(a)[axis]), axis=axis), a),)
-
-
-def _length_along(extra: Any, axis: int) -> int:
-    """How many entries ``prepend=extra`` adds along ``axis`` (scalars add one)."""
-    if extra is None:
-        return 0
-    return 1 if np.ndim(extra) == 0 else np.shape(extra)[axis]
-
-
-# ---------------------------------------------------------------- order statistics
-
-
-def _float_dtype(g: Any) -> np.dtype:
-    dtype = getattr(g, "dtype", None)
-    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
-
-
-@adjoint(np.sort)
-def d_sort(g, ans, a, axis=-1, kind=None, order=None, **kwargs):
-    a = np.asarray(a)
-    if axis is None:
-        ct = np.zeros(a.size, dtype=_float_dtype(g))
-        ct[np.argsort(a, axis=None, kind="stable")] = g
-        return (like(ct.reshape(a.shape), a),)
-    ct = np.zeros(a.shape, dtype=_float_dtype(g))
-    np.put_along_axis(ct, np.argsort(a, axis=axis, kind="stable"), g, axis=axis)
-    return (like(ct, a),)
-
-
-@adjoint(np.median)
-def d_median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The middle element (or half to each of the two middle ones) gets g."""
-    a = np.asarray(a)
-    axes = axes_of(a.ndim, axis)
-    flat = to_last(a, axes)
-    n = flat.shape[-1]
-    middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
-    picked = np.argsort(flat, axis=-1, kind="stable")[..., middle]
-    ge = np.reshape(expand(g, a, axis, keepdims), flat.shape[:-1] + (1,))
-    ct = np.zeros(flat.shape, dtype=_float_dtype(g))
-    np.put_along_axis(ct, picked, np.broadcast_to(ge / len(middle), picked.shape), -1)
-    return (like(from_last(ct, a.shape, axes), a),)
-
-
 # ---------------------------------------------------------------- logsumexp
 
 
@@ -433,83 +265,6 @@ def d_logsumexp(g, ans, x, axis=None, keepdims=False):
     return (like(ge * np.exp(x - expand(ans, x, axis, keepdims)), x),)
 
 
-# ---------------------------------------------------------------- norms
-
-
-def _vector_norm_grad(x: Any, n: Any, ord: Any, axis: Any) -> Any:
-    """d ||x||_ord / dx along ``axis``, with ``n`` the norm broadcast against x."""
-    safe = np.where(n == 0, 1, n)
-    if ord is None or ord == 2:
-        return x / safe
-    if ord in (np.inf, -np.inf):
-        return np.sign(x) * _mask_share(np.abs(x), n, axis)
-    if ord == 0:
-        return np.zeros_like(x)
-    if ord == 1:
-        return np.sign(x)
-    return np.sign(x) * (np.abs(x) / safe) ** (ord - 1)
-
-
-def _matrix_norm_grad(x: Any, n: Any, ord: Any) -> Any:
-    """d ||x||_ord / dx for matrices in the last two axes (n broadcast as (..., 1, 1))."""
-    if ord in (None, "fro"):
-        return x / np.where(n == 0, 1, n)
-    if ord in ("nuc", 2, -2):
-        u, s, vh = np.linalg.svd(x, full_matrices=False)
-        if ord == "nuc":
-            return u @ vh
-        k = 0 if ord == 2 else -1
-        return u[..., :, k : k + 1 or None] @ vh[..., k : k + 1 or None, :]
-    if ord in (1, -1, np.inf, -np.inf):
-        summed = -2 if ord in (1, -1) else -1  # 1: column sums, inf: row sums
-        sums = np.sum(np.abs(x), axis=summed, keepdims=True)
-        return np.sign(x) * _mask_share(sums, n, axis=(-2, -1))
-    raise NotImplementedError(f"np.linalg.norm(ord={ord!r}) of a matrix has no rule")
-
-
-def _norm_kind(x: np.ndarray, ord: Any, axis: Any) -> tuple[str, Any]:
-    """("vector", axes) or ("matrix", (row_axis, col_axis)) as np.linalg.norm decides."""
-    if axis is None:
-        if ord is None or x.ndim == 1:
-            return "vector", None
-        return "matrix", (0, 1)
-    if isinstance(axis, (int, np.integer)) or len(axis) == 1:
-        return "vector", axis
-    return "matrix", tuple(axis)
-
-
-def _matrix_grad_at(x: np.ndarray, n: Any, ord: Any, axes: tuple) -> Any:
-    """_matrix_norm_grad for matrices spanning ``axes`` of x."""
-    moved = np.moveaxis(x, axes, (-2, -1))
-    n_moved = np.moveaxis(n, axes, (-2, -1))
-    return np.moveaxis(_matrix_norm_grad(moved, n_moved, ord), (-2, -1), axes)
-
-
-@adjoint(np.linalg.norm)
-def d_norm(g, ans, x, ord=None, axis=None, keepdims=False):
-    """Ties of the inf/1 norms split equally; the gradient at 0 is taken as 0."""
-    x = np.asarray(x)
-    kind, axes = _norm_kind(x, ord, axis)
-    ge = expand(g, x, axes, keepdims)
-    n = expand(ans, x, axes, keepdims)
-    if kind == "vector":
-        return (like(ge * _vector_norm_grad(x, n, ord, axes), x),)
-    return (like(ge * _matrix_grad_at(x, n, ord, axes), x),)
-
-
-@adjoint(np.linalg.vector_norm)
-def d_vector_norm(g, ans, x, *, axis=None, keepdims=False, ord=2):
-    n = expand(ans, x, axis, keepdims)
-    return (like(expand(g, x, axis, keepdims) * _vector_norm_grad(x, n, ord, axis), x),)
-
-
-@adjoint(np.linalg.matrix_norm)
-def d_matrix_norm(g, ans, x, *, keepdims=False, ord="fro"):
-    ge = expand(g, x, (-2, -1), keepdims)
-    n = expand(ans, x, (-2, -1), keepdims)
-    return (like(ge * _matrix_norm_grad(np.asarray(x), n, ord), x),)
-
-
 # ---------------------------------------------------------------- zero gradient
 
 NONDIFFERENTIABLE = (
@@ -523,8 +278,7 @@ nondifferentiable(*NONDIFFERENTIABLE)
 
 for _name, _function in [
     ("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min),
-    ("prod", np.prod), ("std", np.std), ("var", np.var), ("cumsum", np.cumsum),
-    ("cumprod", np.cumprod), ("argmax", np.argmax), ("argmin", np.argmin),
+    ("prod", np.prod), ("argmax", np.argmax), ("argmin", np.argmin),
     ("argsort", np.argsort), ("any", np.any), ("all", np.all),
     ("nonzero", np.nonzero),
 ]:  # fmt: skip
@@ -536,13 +290,9 @@ for _name, _function in [
 # tangent forward, then the tangents of this module's adjoint rules and helpers,
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
-linear(np.sum, np.mean, np.cumsum)
+linear(np.sum, np.mean)
 reduction(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod,
-          np.var, np.std, np.median, logsumexp, np.linalg.norm,
-          np.linalg.vector_norm)  # fmt: skip
-reduction(np.linalg.matrix_norm, axes=(-2, -1))
-if hasattr(np, "cumulative_sum"):
-    linear(np.cumulative_sum)
+          logsumexp)  # fmt: skip
 
 
 @tangent(np.nansum)
@@ -555,87 +305,14 @@ def jvp_nanmean(t, ans, x, *args, **kwargs):
     return np.nanmean(np.where(np.isnan(x), np.nan, t), *args, **kwargs)
 
 
-@tangent(np.average)
-def jvp_average_a(
-    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
-):
-    return np.average(t, axis, weights, keepdims=keepdims)
-
-
-@tangent(np.average, argnum=2)
-def jvp_average_weights(
-    t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
-):
-    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``."""
-    a, w, t = np.asarray(a), np.asarray(weights), np.asarray(t)
-    if w.shape != a.shape:
-        w, t = (np.reshape(v, _along(a.ndim, axis)) for v in (w, t))
-    w, t = np.broadcast_to(w, a.shape), np.broadcast_to(t, a.shape)
-    total = np.sum(w, axis=axis, keepdims=True)
-    centered = a - expand(ans, a, axis, keepdims)
-    return np.sum(t * centered / total, axis=axis, keepdims=keepdims)
-
-
-def _cumprod_last_tangent(t: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Tangent of cumprod along the last axis: dy_k = dy_(k-1) x_k + y_(k-1) t_k."""
-    y = np.cumprod(x, axis=-1)
-    out = np.empty(np.broadcast_shapes(t.shape, x.shape), dtype=np.result_type(t, x))
-    out[..., 0] = t[..., 0]
-    for k in range(1, x.shape[-1]):
-        out[..., k] = out[..., k - 1] * x[..., k] + y[..., k - 1] * t[..., k]
-    return out
-
-
-@tangent(np.cumprod)
-def jvp_cumprod(t, ans, x, axis=None, dtype=None, out=None):
-    x, t = np.asarray(x), np.asarray(t)
-    if axis is None:
-        return _cumprod_last_tangent(t.ravel(), x.ravel())
-    moved = _cumprod_last_tangent(np.moveaxis(t, axis, -1), np.moveaxis(x, axis, -1))
-    return np.moveaxis(moved, -1, axis)
-
-
-if hasattr(np, "cumulative_prod"):
-
-    @tangent(np.cumulative_prod)
-    def jvp_cumulative_prod(t, ans, x, *, axis=None, dtype=None, out=None, **kw):
-        body = jvp_cumprod(t, None, x, -1 if axis is None else axis)
-        if not kw.get("include_initial", False):
-            return body
-        ax = -1 if axis is None else axis
-        zero = np.zeros_like(np.take(body, [0], axis=ax))
-        return np.concatenate([zero, body], axis=ax)
-
-
-@tangent(np.diff)
-def jvp_diff(t, ans, a, n=1, axis=-1, prepend=None, append=None):
-    """The difference of t, with zeros standing in for prepend/append."""
-    kw = {}
-    if prepend is not None:
-        kw["prepend"] = np.zeros_like(prepend, dtype=float)
-    if append is not None:
-        kw["append"] = np.zeros_like(append, dtype=float)
-    return np.diff(t, n, axis, **kw)
-
-
-@tangent(np.sort)
-def jvp_sort(t, ans, a, axis=-1, kind=None, order=None, **kwargs):
-    """t in the order that sorting a (stably) puts a in."""
-    if axis is None:
-        return np.ravel(t)[np.argsort(a, axis=None, kind="stable")]
-    return np.take_along_axis(t, np.argsort(a, axis=axis, kind="stable"), axis=axis)
-
-
 # helpers of the adjoint rules (linear in their first argument), for rules whose
 # own source is differentiated
 linear(like, expand, spread, to_last, from_last)
 # ... and helpers whose results are integers, axes or piecewise-constant weights
-constant(axes_of, count, _norm_kind, _mask_share, _along)
+constant(axes_of, count, mask_share)
 # adjoint rules that read their other arguments only for shapes, indices or
-# piecewise-constant masks (ties, sorting orders): linear in g
-linear(d_sum, d_mean, d_nansum, d_nanmean, d_max, d_ptp, d_cumsum, d_diff, d_sort,
-       d_median, container=True)  # fmt: skip
-linear(d_var, slots=(0, 2), container=True)
+# piecewise-constant masks (ties): linear in g
+linear(d_sum, d_mean, d_nansum, d_nanmean, d_max, d_ptp, container=True)
 
 
 @tangent(d_logsumexp, container=True)
@@ -655,33 +332,3 @@ def jvp_d_logsumexp_out(t, ans, g, out, x, axis=None, keepdims=False):
     """g exp(x - out) with x held fixed."""
     p = np.exp(x - expand(out, x, axis, keepdims))
     return (-expand(g, x, axis, keepdims) * p * expand(t, x, axis, keepdims),)
-
-
-@tangent(d_std, container=True)
-def jvp_d_std_g(t, ans, g, out, x, *args, **kwargs):
-    return d_std(t, out, x, *args, **kwargs)
-
-
-@tangent(d_std, argnum=2, container=True)
-def jvp_d_std_x(
-    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
-):
-    """g (x - mean) / (n s) with s held fixed: g (t - mean t) / (n s)."""
-    n = count(x, axis) - kw.get("correction", ddof)
-    s = expand(out, x, axis, keepdims)
-    tc = t - np.mean(t, axis=axis, keepdims=True)
-    scale = np.where(s == 0, 0, 1 / (n * np.where(s == 0, 1, s)))
-    return (expand(g, x, axis, keepdims) * tc * scale,)
-
-
-@tangent(d_std, argnum=1, container=True)
-def jvp_d_std_out(
-    t, ans, g, out, x, axis=None, dtype=None, o=None, ddof=0, keepdims=False, **kw
-):
-    """g (x - mean) / (n s) with x held fixed: - g (x - mean) ds / (n s^2)."""
-    n = count(x, axis) - kw.get("correction", ddof)
-    s = expand(out, x, axis, keepdims)
-    centered = x - np.mean(x, axis=axis, keepdims=True)
-    scale = np.where(s == 0, 0, 1 / (n * np.where(s == 0, 1, s) ** 2))
-    ge = expand(g, x, axis, keepdims)
-    return (-ge * centered * expand(t, x, axis, keepdims) * scale,)

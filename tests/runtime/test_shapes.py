@@ -1,4 +1,4 @@
-"""Rules for reshaping, joining, splitting and copying entries around."""
+"""Rules for reshaping, transposing, reordering and building arrays."""
 
 from __future__ import annotations
 
@@ -76,59 +76,7 @@ def test_broadcasting():
     check_rule(np.broadcast_arrays, rand(3, 1), rand(4), 1.5)
 
 
-# ---------------------------------------------------------------- joining and splitting
-
-
-def test_joining():
-    a, b, c = rand(2, 3), rand(4, 3), rand(1, 3).astype(np.float32)
-    check_rule(np.concatenate, [a, b, c])
-    check_rule(np.concatenate, (a, b.T[:, :2].T), 0)
-    check_rule(np.concatenate, [a, rand(2, 2)], kwargs={"axis": -1})
-    check_rule(np.concatenate, [a, rand(5), 1.5 * np.ones(1)], kwargs={"axis": None})
-    check_rule(np.stack, [a, a * 2, rand(2, 3)])
-    check_rule(np.stack, [a, rand(2, 3)], -1)
-    check_rule(np.stack, [1.5, 2.5, np.float64(3.0)])
-    check_rule(np.vstack, [rand(3), rand(2, 3), 1.0 + rand(3)])
-    check_rule(np.hstack, [rand(3), rand(2), 4.0])
-    check_rule(np.hstack, [rand(2, 3), rand(2, 1)])
-    check_rule(np.dstack, [rand(2, 3), rand(2, 3, 2), rand(2, 3, 1)])
-    check_rule(np.column_stack, [rand(3), rand(3, 2)])
-    check_rule(np.append, rand(2, 3), rand(4))
-    check_rule(np.append, rand(2, 3), rand(1, 3), 0)
-    check_rule(np.append, rand(2, 3), rand(2, 2), kwargs={"axis": 1})
-
-
-def test_splitting_gives_list_outputs():
-    x = rand(6, 4)
-    check_rule(np.split, x, 3)
-    check_rule(np.split, x, [1, 4], 0)
-    check_rule(np.split, x, [3], kwargs={"axis": 1})
-    check_rule(np.array_split, x, 4)
-    check_rule(np.array_split, rand(7), 3)
-    check_rule(np.hsplit, x, 2)
-    check_rule(np.hsplit, rand(6), 3)
-    check_rule(np.vsplit, x, [2])
-    check_rule(np.dsplit, rand(2, 2, 4), 2)
-    ct, _ = shapes.d_split([None, np.ones((3, 4))], np.split(x, 2), x, 2)
-    assert np.array_equal(ct, np.concatenate([np.zeros((3, 4)), np.ones((3, 4))]))
-    if hasattr(np, "unstack"):
-        check_rule(np.unstack, x)
-        check_rule(np.unstack, rand(2, 3, 4), kwargs={"axis": 1})
-
-
-# ---------------------------------------------------------------- repeating and reordering
-
-
-def test_tile_and_repeat():
-    check_rule(np.tile, rand(2, 3), 2)
-    check_rule(np.tile, rand(2, 3), (2, 1, 3))
-    check_rule(np.tile, rand(2, 3, 2), (3, 2))
-    check_rule(np.tile, 1.5, 3)
-    check_rule(np.repeat, rand(2, 3), 2)
-    check_rule(np.repeat, rand(2, 3), 3, 1)
-    check_rule(np.repeat, rand(2, 3), [1, 0, 2], kwargs={"axis": -1})
-    check_rule(np.repeat, rand(2, 3), np.array([2, 1, 1, 0, 3, 1]))
-    check_rule("repeat", rand(2, 3), 2, 0)
+# ---------------------------------------------------------------- reordering
 
 
 def test_flips_rolls_rotations():
@@ -144,27 +92,6 @@ def test_flips_rolls_rotations():
     check_rule(np.rot90, x)
     check_rule(np.rot90, x, 3, (1, 2))
     check_rule(np.rot90, x, kwargs={"k": 2})
-
-
-@pytest.mark.parametrize(
-    "pad_width,kwargs",
-    [(1, {}), ((1, 2), {}), (((0, 1), (2, 0)), {}), (((2,), (1,)), {}),
-     (1, {"constant_values": 3.0}), (2, {"mode": "edge"}), (2, {"mode": "reflect"}),
-     ((1, 3), {"mode": "symmetric"}), (3, {"mode": "wrap"})],
-    ids=str,
-)  # fmt: skip
-def test_pad(pad_width, kwargs):
-    check_rule(np.pad, rand(3, 4), pad_width, kwargs=kwargs)
-    check_rule(np.pad, rand(3, 4).astype(np.float32), pad_width, kwargs=kwargs)
-
-
-def test_pad_modes_without_rule_are_loud():
-    with pytest.raises(NotImplementedError):
-        shapes.d_pad(np.ones(5), None, np.ones(3), 1, mode="mean")
-    with pytest.raises(NotImplementedError):
-        shapes.d_pad(
-            np.ones(7), None, np.ones(3), 2, mode="reflect", reflect_type="odd"
-        )
 
 
 # ---------------------------------------------------------------- triangles and diagonals
@@ -285,17 +212,13 @@ def test_zero_gradient_functions(fn):
 TESTED_HERE = {
     np.reshape, np.transpose, np.matrix_transpose, np.ravel, np.squeeze, np.expand_dims,
     np.swapaxes, np.moveaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d,
-    np.broadcast_to, np.broadcast_arrays, np.concatenate, np.stack, np.vstack,
-    np.hstack, np.dstack, np.column_stack, np.append, np.split, np.array_split,
-    np.hsplit, np.vsplit, np.dsplit, np.tile, np.repeat, np.flip, np.fliplr,
-    np.flipud, np.roll, np.rot90, np.pad, np.triu, np.tril, np.diag, np.diagonal,
+    np.broadcast_to, np.broadcast_arrays, np.flip, np.fliplr, np.flipud, np.roll,
+    np.rot90, np.triu, np.tril, np.diag, np.diagonal,
     np.trace, np.array, np.asarray, np.asanyarray, np.ascontiguousarray,
     np.asfortranarray, np.asarray_chkfinite, np.copy, np.float64, np.float32,
     np.float16, np.astype, np.linalg.diagonal, np.linalg.trace,
     np.linalg.matrix_transpose, np.full, np.full_like, np.arange, np.linspace, np.meshgrid,
 }  # fmt: skip
-if hasattr(np, "unstack"):
-    TESTED_HERE.add(np.unstack)
 
 
 def test_every_rule_is_tested(family_coverage):
