@@ -12,7 +12,7 @@ def mixed(x, n):
     k = n * 2
     y = x * k
     z = np.sin(y)
-    w = x * 3.0
+    w = x * 3.0  # noqa: F841  (active, never used)
     for i in range(2):
         z = z + k
     return np.sum(z)

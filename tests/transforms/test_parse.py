@@ -32,7 +32,7 @@ class Holder:
         return y
 
 
-square = lambda v: v * v  # noqa: E731
+square = lambda v: v * v
 
 
 def test_parse_drops_decorators_and_keeps_the_body():
@@ -79,6 +79,8 @@ def test_env_resolves_globals_then_builtins():
 
 def test_parse_refuses_a_function_without_source():
     namespace = {}
-    exec("def typed_in(x):\n    return x\n", namespace)
-    with pytest.raises(SourceUnavailableError, match="cannot read the source of typed_in"):
+    exec("def typed_in(x):\n    return x\n", namespace)  # noqa: S102
+    with pytest.raises(
+        SourceUnavailableError, match="cannot read the source of typed_in"
+    ):
         parse.parse_function(namespace["typed_in"])
