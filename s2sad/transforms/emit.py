@@ -24,7 +24,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-VERSION = "0.1.0"
+from s2sad._version import __version__ as VERSION
 CONTENT_TAG = "# s2sad-content-sha256: "
 BINDINGS_TAG = "# s2sad-bindings: "
 
