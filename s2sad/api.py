@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class GradientFunction(CompiledModule):
         self._last = entry
         return entry
 
-    def compile(self, *args, **kwargs) -> "GradientFunction":
+    def compile(self, *args, **kwargs) -> GradientFunction:
         """Compile (or load) for these example arguments without running the gradient."""
         self._module(self._bind(args, kwargs))
         return self

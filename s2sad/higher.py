@@ -36,7 +36,7 @@ from s2sad.api import (
 )
 from s2sad.binding import (
     CallBinding,
-    argnums_tuple as _argnums_tuple,
+    argnums_tuple,
     check_differentiable,
     object_signature,
 )
@@ -98,9 +98,11 @@ def _plain_target(fun: Callable, argnums: tuple[int, ...], values: list) -> _Tar
     return _Target(fun, argnums, list, lambda r: r, _forward_options())
 
 
-def _gradient_target(gf: GradientFunction, argnums: tuple[int, ...], values: list) -> _Target:
+def _gradient_target(
+    gf: GradientFunction, argnums: tuple[int, ...], values: list
+) -> _Target:
     """The emitted ``<f>_value_and_grad`` of a ``grad``/``value_and_grad`` object."""
-    inner = _argnums_tuple(gf.argnums)
+    inner = argnums_tuple(gf.argnums)
     # the plain form: forward mode transforms this module, buffers and all
     options = dataclasses.replace(gf.options, workspace=False)
     fn = reverse_function(gf.fun, inner, options, values)
@@ -174,7 +176,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
         self._last: tuple | None = None
 
     def _target(self, values: list) -> _Target:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         if isinstance(self.fun, GradientFunction):
             return _gradient_target(self.fun, nums, values)
         if isinstance(self.fun, JvpFunction):
@@ -236,7 +238,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
         return self._call.bind(args)
 
     def _tangent_list(self, values: list, tangents: Any) -> list:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         if isinstance(self.argnums, tuple):
             if not isinstance(tangents, (tuple, list)) or len(tangents) != len(nums):
                 raise ValueError(
@@ -357,7 +359,7 @@ class HessianFunction(ForwardFunction):
         self._hvp = HvpFunction(fun, argnums)
 
     def __call__(self, *args: Any) -> Any:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
         zeros = [support.zeros_like(x) for x in xs]
         blocks = [[[] for _ in nums] for _ in nums]  # blocks[i][j]: columns of H_ij
@@ -406,7 +408,7 @@ class JacobianFunction(ForwardFunction):
         self.last_mode: str | None = None
 
     def __call__(self, *args: Any) -> Any:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
         for x in xs:
             _basis(x)  # refuses containers early
