@@ -12,9 +12,8 @@ print(loss.source)            # the emitted gradient code
 
 from __future__ import annotations
 
+from s2sad._version import __version__
 from s2sad.runtime.registry import adjoint, nondifferentiable
-
-__version__ = "0.1.0"
 
 __all__ = [
     "grad",
@@ -29,15 +28,18 @@ __all__ = [
 ]
 
 
+_API = ("grad", "value_and_grad")
+_HIGHER = ("jvp", "hvp", "hessian", "jacobian")
+
+
 def __getattr__(name: str):
-    # The compiler side is imported lazily so that `import s2sad` stays cheap and
-    # generated modules (which import only s2sad.runtime) never load it.
-    if name in ("grad", "value_and_grad"):
-        from s2sad import api
+    # The decorators are imported on first use so that `import s2sad` stays cheap
+    # and generated modules (which import only s2sad.runtime) never load them.
+    # Both public modules are imported together: s2sad.higher registers
+    # grad(grad(f)) with s2sad.api, which cannot import it (higher builds on api).
+    # Neither loads the compiler (gast, black) before the first compile.
+    if name in _API or name in _HIGHER:
+        from s2sad import api, higher
 
-        return getattr(api, name)
-    if name in ("jvp", "hvp", "hessian", "jacobian"):
-        from s2sad import higher as forward
-
-        return getattr(forward, name)
+        return getattr(api if name in _API else higher, name)
     raise AttributeError(f"module 's2sad' has no attribute {name!r}")

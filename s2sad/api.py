@@ -2,6 +2,12 @@
 
 Compilation is lazy: the first call parses, transforms and emits the gradient
 module (or loads it from the cache), later calls go straight to it.
+
+This module never imports :mod:`s2sad.higher` (which builds on it).  Objects
+that are derivatives themselves are differentiated through
+:func:`register_derivative_rule`, which ``s2sad.higher`` fills when imported
+(``import s2sad`` does that); objects made by forward mode carry the marker
+:class:`ForwardFunction`, so ``grad`` refuses them without knowing their module.
 """
 
 from __future__ import annotations
@@ -9,13 +15,20 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
+from s2sad.binding import (
+    CallBinding,
+    argnums_tuple,
+    check_differentiable,
+    type_signature,
+)
+from s2sad.errors import NonScalarOutputError
 from s2sad.options import Options
-from s2sad.runtime.workspace import shape_key, worthwhile
+from s2sad.runtime.workspace import shape_key
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
 # so a module that merely decorates functions runs with NumPy alone.
@@ -45,6 +58,11 @@ class CompiledModule:
         return self._last[i]
 
 
+class ForwardFunction:
+    """Marker base of the objects ``s2sad.higher`` returns (``jvp``, ``hvp``,
+    ``hessian``, ``jacobian``): :func:`grad` refuses to differentiate them."""
+
+
 class GradientFunction(CompiledModule):
     """The callable returned by :func:`grad` / :func:`value_and_grad`.
 
@@ -65,13 +83,9 @@ class GradientFunction(CompiledModule):
         self.argnums = argnums
         self.with_value = with_value
         self.options = Options(optimize=optimize)
-        self._signature = inspect.signature(fun)
+        self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
-        params = list(self._signature.parameters.values())
-        self._names = [p.name for p in params]
-        # plain positional parameters only: calls with all of them skip Signature.bind
-        self._simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         self._last = None
         # updated=(): copying fun.__dict__ would overwrite this object's own state
         # when fun is itself a wrapper object
@@ -79,39 +93,16 @@ class GradientFunction(CompiledModule):
 
     @property
     def _argnums(self) -> tuple[int, ...]:
-        return self.argnums if isinstance(self.argnums, tuple) else (self.argnums,)
+        return argnums_tuple(self.argnums)
 
     # -- compiled module
-    def _bind(self, args, kwargs) -> list[Any]:
-        if self._simple and not kwargs and len(args) == len(self._names):
-            return list(args)
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return list(bound.arguments.values())
+    def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        return self._call.bind(args, kwargs)
 
-    def _type_signature(self, values: list[Any]) -> str:
-        """What changes the emitted code: unusual argument types (their methods are
-        inlined), which arguments are ints/bools/strings (sizes and flags the
-        workspace pass treats as fixed), and whether any argument holds arrays."""
-        parts = []
-        arrays = False
-        for v in values:
-            t = type(v)
-            if t is np.ndarray or t is list or t is tuple or t is dict:
-                arrays = True
-                parts.append("-")
-            elif t is int or t is bool or t is str:
-                parts.append("i")
-            elif isinstance(v, (np.generic, float, int, type(None))):
-                parts.append("-")
-            else:
-                parts.append(f"{t.__module__}.{t.__qualname__}")
-        if not arrays:
-            return ",".join(parts) + ";scalar"
-        return ",".join(parts) + ("" if worthwhile(values) else ";small")
-
-    def _module(self, values: list[Any]):
-        sig = self._type_signature(values)
+    def _module(self, values: list[Any]) -> tuple:
+        """``(function, path, source, pool)`` for arguments like ``values``: loaded
+        from the cache, or compiled on a miss."""
+        sig = type_signature(values)
         entry = self._compiled.get(sig)
         if entry is None:
             with self._lock:
@@ -130,12 +121,7 @@ class GradientFunction(CompiledModule):
                     module, path, source = cache.load(
                         self.fun, argnums, self.options, sig, compile_source
                     )
-                    fn = next(
-                        getattr(module, n)
-                        for n in dir(module)
-                        if n.endswith("_value_and_grad")
-                        and callable(getattr(module, n))
-                    )
+                    fn = cache.entry_function(module)
                     pool = None
                     if "ws" in inspect.signature(fn).parameters:
                         from s2sad.runtime.workspace import Pool
@@ -147,7 +133,7 @@ class GradientFunction(CompiledModule):
         self._last = entry
         return entry
 
-    def compile(self, *args, **kwargs) -> "GradientFunction":
+    def compile(self, *args, **kwargs) -> GradientFunction:
         """Compile (or load) for these example arguments without running the gradient."""
         self._module(self._bind(args, kwargs))
         return self
@@ -164,9 +150,8 @@ class GradientFunction(CompiledModule):
             if not (
                 type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")
             ):
-                _check_differentiable(
-                    v, self._names[i], i
-                )  # the slow path: pytrees, errors
+                # the slow path: pytrees, errors
+                check_differentiable(v, self._call.names[i], i)
         fn, _, _, pool = self._module(values)
         if pool is None:
             value, grads = fn(*values)
@@ -205,31 +190,6 @@ class GradientFunction(CompiledModule):
         return value, grads
 
 
-def _check_differentiable(value: Any, name: str, index: int, path: str = "") -> None:
-    where = f"argument '{name}'{path} (argnums={index})"
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_differentiable(v, name, index, f"{path}[{k!r}]")
-    elif isinstance(value, (list, tuple)):
-        for k, v in enumerate(value):
-            _check_differentiable(v, name, index, f"{path}[{k}]")
-    elif isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer))):
-        raise NonDifferentiableArgumentError(
-            f"{where} is {type(value).__name__} {value!r}: gradients are defined for float "
-            "values only. Pass a float (e.g. 3.0), or leave it out of argnums."
-        )
-    elif isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
-        raise NonDifferentiableArgumentError(
-            f"{where} is an array of dtype {value.dtype}: gradients are defined for float "
-            "arrays only. Convert it with .astype(np.float64), or leave it out of argnums."
-        )
-    elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
-        raise NonDifferentiableArgumentError(
-            f"{where} is a {type(value).__name__}: s2sad differentiates floats, float arrays "
-            "and dicts/lists/tuples of them."
-        )
-
-
 def _write_into(out: Any, grads: Any) -> Any:
     """Copy gradients into the caller's arrays (same structure); return ``out``."""
     if isinstance(out, dict):
@@ -249,47 +209,88 @@ def _write_into(out: Any, grads: Any) -> Any:
     raise TypeError("out= must hold NumPy arrays where the gradients are arrays")
 
 
-def _decorator(with_value: bool):
-    def make(
-        fun: Callable | None = None,
-        argnums: int | tuple[int, ...] = 0,
-        *,
-        optimize: bool = True,
-    ):
-        if fun is None:
-            return lambda f: GradientFunction(f, argnums, with_value, optimize)
-        if isinstance(fun, int) or isinstance(fun, tuple):
-            raise TypeError(
-                "pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)"
-            )
-        if isinstance(fun, GradientFunction):
-            # grad(grad(f)): forward over reverse, by transforming the emitted module
-            from s2sad.higher import grad_of_gradient
+# ---------------------------------------------------------------- derivatives of derivatives
 
-            return grad_of_gradient(fun, argnums, with_value)
-        if type(fun).__module__ == "s2sad.higher":
-            raise TypeError(
-                f"grad of a {type(fun).__name__} (made by s2sad.jvp, hvp, hessian or "
-                "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "
-                "s2sad.hessian(f) or s2sad.grad(s2sad.grad(f))"
-            )
-        return GradientFunction(fun, argnums, with_value, optimize)
-
-    return make
+#: how to differentiate objects that are derivatives themselves: their class ->
+#: ``rule(fun, argnums, with_value)``, which returns the callable grad gives back
+_DERIVATIVE_RULES: dict[type, Callable[..., Callable]] = {}
 
 
-grad = _decorator(False)
-grad.__doc__ = """Gradient of a scalar function with respect to ``argnums`` (default 0).
+def register_derivative_rule(cls: type, rule: Callable[..., Callable]) -> None:
+    """Let :func:`grad` differentiate instances of ``cls`` with ``rule``.
 
-    @s2sad.grad                         # bare decorator
-    def loss(w, x): ...
+    ``s2sad.higher`` registers forward over reverse for :class:`GradientFunction`
+    (``grad(grad(f))``); this module cannot import it, as it builds on this one.
+    """
+    _DERIVATIVE_RULES[cls] = rule
 
-    dloss = s2sad.grad(loss, argnums=(0, 1))   # tuple of gradients
 
-Each gradient has the structure, shape and dtype of its argument.
-"""
+def _derivative_rule(fun: Any) -> Callable[..., Callable] | None:
+    for cls in type(fun).__mro__:
+        if cls in _DERIVATIVE_RULES:
+            return _DERIVATIVE_RULES[cls]
+    return None
 
-value_and_grad = _decorator(True)
-value_and_grad.__doc__ = (
+
+def _differentiate(
+    fun: Callable, argnums: int | tuple[int, ...], with_value: bool, optimize: bool
+) -> Callable:
+    """What ``grad(fun)`` / ``value_and_grad(fun)`` returns."""
+    if isinstance(fun, (int, tuple)):
+        raise TypeError(
+            "pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)"
+        )
+    rule = _derivative_rule(fun)
+    if rule is not None:
+        return rule(fun, argnums, with_value)
+    if isinstance(fun, GradientFunction):
+        raise TypeError(
+            "grad of a grad function is computed by s2sad.higher (forward over "
+            "reverse): import s2sad (or s2sad.higher) before differentiating it"
+        )
+    if isinstance(fun, ForwardFunction):
+        raise TypeError(
+            f"grad of a {type(fun).__name__} (made by s2sad.jvp, hvp, hessian or "
+            "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "
+            "s2sad.hessian(f) or s2sad.grad(s2sad.grad(f))"
+        )
+    return GradientFunction(fun, argnums, with_value, optimize)
+
+
+# ---------------------------------------------------------------- public decorators
+
+
+def grad(
+    fun: Callable | None = None,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    optimize: bool = True,
+) -> Any:
+    """Gradient of a scalar function with respect to ``argnums`` (default 0).
+
+        @s2sad.grad                         # bare decorator
+        def loss(w, x): ...
+
+        dloss = s2sad.grad(loss, argnums=(0, 1))   # tuple of gradients
+
+    Each gradient has the structure, shape and dtype of its argument.  Without
+    ``fun`` (``@s2sad.grad(argnums=1)``) it returns the decorator.  ``fun`` may
+    itself be a ``grad`` function with a scalar gradient: ``grad(grad(f))`` is
+    the second derivative (forward over reverse).  ``optimize=False`` emits the
+    plain form: no buffers and no dead-code removal.
+    """
+    if fun is None:
+        return lambda f: _differentiate(f, argnums, False, optimize)
+    return _differentiate(fun, argnums, False, optimize)
+
+
+def value_and_grad(
+    fun: Callable | None = None,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    optimize: bool = True,
+) -> Any:
     """Like :func:`grad`, but the function returns ``(value, gradient)``."""
-)
+    if fun is None:
+        return lambda f: _differentiate(f, argnums, True, optimize)
+    return _differentiate(fun, argnums, True, optimize)

@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from s2sad._version import __version__ as VERSION
 from s2sad.errors import S2SADError
 from s2sad.runtime import registry
-from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG, VERSION
+from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 
 #: names of cached modules (``<module>.<function>-<16 hex>.py``) and of leftover
 #: temporary files
@@ -280,6 +281,19 @@ def import_source(
     # runs the verified text itself, never re-read from disk
     exec(code, module.__dict__)  # noqa: S102
     return module
+
+
+def entry_function(module: types.ModuleType) -> Callable:
+    """The function a caller runs: the first one the emitted module defines.
+
+    Every transform emits its entry point (``<f>_value_and_grad``, ``<f>_jvp``)
+    before its helpers; names bound in from elsewhere (the user's callees, the
+    runtime) are skipped because they belong to other modules.
+    """
+    for value in vars(module).values():
+        if inspect.isfunction(value) and value.__module__ == module.__name__:
+            return value
+    raise LookupError(f"{module.__file__} defines no function")
 
 
 def load(

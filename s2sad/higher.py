@@ -10,12 +10,15 @@
 Second derivatives differentiate *emitted code*: ``hvp`` compiles the gradient
 module of ``f`` (as ``s2sad.grad`` does) and then compiles that module's
 function in forward mode.  Compilation is lazy and cached like ``grad``'s.
+
+Importing this module is light (NumPy, the runtime and :mod:`s2sad.api`); the
+compiler and the cache are imported on the first compile.  It registers
+``grad(grad(f))`` with :func:`s2sad.api.register_derivative_rule`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import inspect
 import threading
@@ -25,58 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from s2sad import cache, pipeline
-from s2sad.api import CompiledModule
-from s2sad.errors import NonDifferentiableArgumentError, NonScalarOutputError
+from s2sad.api import (
+    CompiledModule,
+    ForwardFunction,
+    GradientFunction,
+    register_derivative_rule,
+)
+from s2sad.binding import (
+    CallBinding,
+    argnums_tuple,
+    check_differentiable,
+    object_signature,
+)
+from s2sad.errors import NonScalarOutputError
+from s2sad.options import Options
 from s2sad.runtime import support
-from s2sad.transforms.forward import assembly as forward
-
-
-def _argnums_tuple(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
-    return argnums if isinstance(argnums, tuple) else (argnums,)
-
-
-def _type_signature(values: list[Any]) -> str:
-    """Types that change the emitted code (objects whose methods are inlined)."""
-    plain = (
-        np.ndarray,
-        np.generic,
-        float,
-        int,
-        bool,
-        list,
-        tuple,
-        dict,
-        type(None),
-        str,
-    )
-    return ",".join(
-        "-" if isinstance(v, plain) else f"{type(v).__module__}.{type(v).__qualname__}"
-        for v in values
-    )
-
-
-def _check_differentiable(value: Any, where: str) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_differentiable(v, f"{where}[{k!r}]")
-    elif isinstance(value, (list, tuple)):
-        for k, v in enumerate(value):
-            _check_differentiable(v, f"{where}[{k}]")
-    elif isinstance(value, (bool, np.bool_, int, np.integer)) or (
-        isinstance(value, np.ndarray) and value.dtype.kind not in "fc"
-    ):
-        raise NonDifferentiableArgumentError(
-            f"{where} is {type(value).__name__} "
-            f"{getattr(value, 'dtype', value)!s}: derivatives are defined for float "
-            "values only. Pass floats (e.g. 3.0 or x.astype(np.float64)), or leave it out "
-            "of argnums."
-        )
-    elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
-        raise NonDifferentiableArgumentError(
-            f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
-            "arrays and dicts/lists/tuples of them."
-        )
 
 
 def _tangent_like(t: Any, x: Any, where: str) -> Any:
@@ -118,16 +84,25 @@ class _Target:
     argnums: tuple[int, ...]
     prepare: Callable[[list], list]  # user arguments -> fn's arguments
     output: Callable[[Any], Any]  # fn's result -> what the user gets (value or tangent)
-    options: pipeline.Options
+    options: Options
+
+
+def _forward_options() -> Options:
+    """Options of a forward-mode module (imports the forward transform: compiling)."""
+    from s2sad.transforms.forward import assembly
+
+    return assembly.ForwardOptions()
 
 
 def _plain_target(fun: Callable, argnums: tuple[int, ...], values: list) -> _Target:
-    return _Target(fun, argnums, list, lambda r: r, forward.ForwardOptions())
+    return _Target(fun, argnums, list, lambda r: r, _forward_options())
 
 
-def _gradient_target(gf: Any, argnums: tuple[int, ...], values: list) -> _Target:
+def _gradient_target(
+    gf: GradientFunction, argnums: tuple[int, ...], values: list
+) -> _Target:
     """The emitted ``<f>_value_and_grad`` of a ``grad``/``value_and_grad`` object."""
-    inner = _argnums_tuple(gf.argnums)
+    inner = argnums_tuple(gf.argnums)
     # the plain form: forward mode transforms this module, buffers and all
     options = dataclasses.replace(gf.options, workspace=False)
     fn = reverse_function(gf.fun, inner, options, values)
@@ -137,9 +112,7 @@ def _gradient_target(gf: Any, argnums: tuple[int, ...], values: list) -> _Target
         grads = grads if isinstance(gf.argnums, tuple) else grads[0]
         return (value, grads) if gf.with_value else grads
 
-    return _Target(
-        fn, argnums, lambda v: list(v) + [1.0], output, forward.ForwardOptions()
-    )
+    return _Target(fn, argnums, lambda v: list(v) + [1.0], output, _forward_options())
 
 
 def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Target:
@@ -155,39 +128,30 @@ def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Tar
     def prepare(v: list) -> list:
         return list(v[:n]) + list(jf._tangent_list(v[:n], v[n]))
 
-    return _Target(fn, argnums, prepare, lambda r: r, forward.ForwardOptions())
+    return _Target(fn, argnums, prepare, lambda r: r, _forward_options())
 
 
 def reverse_function(
-    fun: Callable, argnums: tuple[int, ...], options: pipeline.Options, values: list
+    fun: Callable, argnums: tuple[int, ...], options: Options, values: list
 ) -> Callable:
     """``fun``'s emitted value-and-gradient function (cached like ``s2sad.grad``)."""
-    sig = _type_signature(values)
+    from s2sad import cache
 
     def compile_source():
+        from s2sad import pipeline
+
         return pipeline.compile_function(fun, argnums, options, tuple(values))
 
-    module, _, _ = cache.load(fun, argnums, options, sig, compile_source)
-    return next(
-        getattr(module, n)
-        for n in dir(module)
-        if n.endswith("_value_and_grad") and callable(getattr(module, n))
+    module, _, _ = cache.load(
+        fun, argnums, options, object_signature(values), compile_source
     )
-
-
-def _first_function(module: Any) -> Callable:
-    """The first function the emitted module defines (its top-level ``_jvp``)."""
-    return next(
-        v
-        for v in vars(module).values()
-        if inspect.isfunction(v) and v.__module__ == module.__name__
-    )
+    return cache.entry_function(module)
 
 
 # ---------------------------------------------------------------- jvp
 
 
-class JvpFunction(CompiledModule):
+class JvpFunction(CompiledModule, ForwardFunction):
     """The callable returned by :func:`jvp`: ``f_jvp(*args, tangents) -> (value, tangent)``.
 
     ``tangents`` has the structure of the argument selected by ``argnums`` (a
@@ -201,18 +165,18 @@ class JvpFunction(CompiledModule):
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: its state
         self.fun = fun
         self.argnums = argnums
-        if isinstance(fun, JvpFunction):
-            self._signature = fun.call_signature
-        else:
-            self._signature = inspect.signature(fun)
+        signature = (
+            fun.call_signature
+            if isinstance(fun, JvpFunction)
+            else inspect.signature(fun)
+        )
+        self._call = CallBinding(signature)
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
         self._last: tuple | None = None
 
     def _target(self, values: list) -> _Target:
-        from s2sad.api import GradientFunction
-
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         if isinstance(self.fun, GradientFunction):
             return _gradient_target(self.fun, nums, values)
         if isinstance(self.fun, JvpFunction):
@@ -220,7 +184,7 @@ class JvpFunction(CompiledModule):
         return _plain_target(self.fun, nums, values)
 
     def _entry(self, values: list) -> tuple:
-        sig = _type_signature(values)
+        sig = object_signature(values)
         entry = self._compiled.get(sig)
         if entry is None:
             with self._lock:
@@ -232,10 +196,14 @@ class JvpFunction(CompiledModule):
         return entry
 
     def _compile(self, values: list, sig: str) -> tuple:
+        from s2sad import cache
+
         target = self._target(values)
         args = target.prepare(values)
 
         def compile_source():
+            from s2sad import pipeline
+
             return pipeline.compile_function(
                 target.fn, target.argnums, target.options, tuple(args), mode="forward"
             )
@@ -244,10 +212,10 @@ class JvpFunction(CompiledModule):
             target.fn,
             target.argnums,
             target.options,
-            _type_signature(args),
+            object_signature(args),
             compile_source,
         )
-        return _first_function(module), path, source, target
+        return cache.entry_function(module), path, source, target
 
     def emitted(self, values: list) -> Callable:
         """The emitted ``_jvp`` function for these primal arguments."""
@@ -261,17 +229,16 @@ class JvpFunction(CompiledModule):
     @property
     def call_signature(self) -> inspect.Signature:
         """``(*params, tangents)``: how this function is called."""
-        params = list(self._signature.parameters.values())
+        signature = self._call.signature
+        params = list(signature.parameters.values())
         extra = inspect.Parameter("tangents", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        return self._signature.replace(parameters=params + [extra])
+        return signature.replace(parameters=params + [extra])
 
     def _bind(self, args: tuple) -> list:
-        bound = self._signature.bind(*args)
-        bound.apply_defaults()
-        return list(bound.arguments.values())
+        return self._call.bind(args)
 
     def _tangent_list(self, values: list, tangents: Any) -> list:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         if isinstance(self.argnums, tuple):
             if not isinstance(tangents, (tuple, list)) or len(tangents) != len(nums):
                 raise ValueError(
@@ -279,14 +246,14 @@ class JvpFunction(CompiledModule):
                 )
         else:
             tangents = (tangents,)
-        names = list(self._signature.parameters)
+        names = self._call.names
         out = []
         for i, t in zip(nums, tangents):
             if i >= len(values):
                 raise IndexError(
                     f"argnums={i} but the function takes {len(values)} " "arguments"
                 )
-            _check_differentiable(values[i], f"argument '{names[i]}' (argnums={i})")
+            check_differentiable(values[i], names[i], i, "derivatives")
             out.append(_tangent_like(t, values[i], f"for '{names[i]}'"))
         return out
 
@@ -318,12 +285,10 @@ def jvp(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
 
 
 def _gradient(fun: Callable, argnums: int | tuple[int, ...], with_value: bool = False):
-    from s2sad.api import GradientFunction
-
     return GradientFunction(fun, argnums, with_value)
 
 
-class HvpFunction:
+class HvpFunction(ForwardFunction):
     """``hvp(f)(*args, v) -> H v``: forward mode over f's emitted gradient module."""
 
     def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0):
@@ -384,7 +349,7 @@ def _stack(columns: list[Any], in_shape: tuple, out_like: Any) -> Any:
     return float(result) if not shape else result
 
 
-class HessianFunction:
+class HessianFunction(ForwardFunction):
     """``hessian(f)(*args)``: the matrix of second derivatives (one H v per entry)."""
 
     def __init__(self, fun: Callable, argnums: int | tuple[int, ...] = 0):
@@ -394,7 +359,7 @@ class HessianFunction:
         self._hvp = HvpFunction(fun, argnums)
 
     def __call__(self, *args: Any) -> Any:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
         zeros = [support.zeros_like(x) for x in xs]
         blocks = [[[] for _ in nums] for _ in nums]  # blocks[i][j]: columns of H_ij
@@ -426,7 +391,7 @@ def hessian(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
     return HessianFunction(fun, argnums)
 
 
-class JacobianFunction:
+class JacobianFunction(ForwardFunction):
     """``jacobian(f)(*args)``, shaped ``out.shape + x.shape``."""
 
     def __init__(
@@ -443,7 +408,7 @@ class JacobianFunction:
         self.last_mode: str | None = None
 
     def __call__(self, *args: Any) -> Any:
-        nums = _argnums_tuple(self.argnums)
+        nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
         for x in xs:
             _basis(x)  # refuses containers early
@@ -478,7 +443,7 @@ class JacobianFunction:
     def _reverse(self, args: tuple, nums: tuple, xs: list) -> tuple:
         """One vector-Jacobian product per output entry, seeding the gradient module."""
         values = list(inspect.signature(self.fun).bind(*args).args)
-        fn = reverse_function(self.fun, nums, pipeline.Options(workspace=False), values)
+        fn = reverse_function(self.fun, nums, Options(workspace=False), values)
         value = fn(*values)[0]
         if isinstance(value, (list, tuple, dict)):
             raise NonScalarOutputError("jacobian needs a float or array output")
@@ -520,8 +485,6 @@ def grad_of_gradient(
     JVP of the gradient w.r.t. x_j in the direction e_i, with no reverse-over-
     reverse pass.
     """
-    from s2sad.api import GradientFunction
-
     if not isinstance(inner, GradientFunction):
         raise TypeError("grad_of_gradient needs a function made by s2sad.grad")
     if inner.with_value or isinstance(inner.argnums, tuple):
@@ -545,3 +508,6 @@ def grad_of_gradient(
 
     functools.update_wrapper(second, inner.fun)
     return second
+
+
+register_derivative_rule(GradientFunction, grad_of_gradient)

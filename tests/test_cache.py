@@ -239,3 +239,41 @@ def test_seal_round_trip(tmp_path):
     cache.write_atomic(path, cache.seal(source))
     assert cache.read_verified(path) == source
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the s2sad package that :func:`cache.compiler_fingerprint` hashes
+    instead of the real one (it finds the package next to ``cache.__file__``)."""
+    import shutil
+
+    root = tmp_path / "s2sad"
+    shutil.copytree(REPO / "s2sad", root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "__file__", str(root / "cache.py"))
+    cache.compiler_fingerprint.cache_clear()
+    yield root
+    monkeypatch.undo()
+    cache.compiler_fingerprint.cache_clear()
+
+
+def edited(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# an edit\n")
+    cache.compiler_fingerprint.cache_clear()
+
+
+def test_editing_a_transform_in_a_subfolder_changes_the_fingerprint(package_copy):
+    """Every transform counts, however deep: a fingerprint that globbed only the
+    top of transforms/ would keep stale modules after an edit to front/parse.py."""
+    first = cache.compiler_fingerprint()
+    key = cache.key_for(cube, (0,), "opt=1", "-;")
+    edited(package_copy / "transforms" / "front" / "parse.py")
+    assert cache.compiler_fingerprint() != first
+    assert cache.key_for(cube, (0,), "opt=1", "-;") != key
+
+
+def test_editing_a_non_compiler_module_keeps_the_fingerprint(package_copy):
+    first = cache.compiler_fingerprint()
+    edited(package_copy / "cli.py")
+    assert cache.compiler_fingerprint() == first
+    edited(package_copy / "api.py")
+    assert cache.compiler_fingerprint() != first

@@ -23,9 +23,9 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from s2sad._version import __version__ as VERSION
 from s2sad.transforms import comments
 
-VERSION = "0.1.0"
 CONTENT_TAG = "# s2sad-content-sha256: "
 BINDINGS_TAG = "# s2sad-bindings: "
 
