@@ -28,8 +28,14 @@ __all__ = [
 ]
 
 
-_API = ("grad", "value_and_grad")
-_HIGHER = ("jvp", "hvp", "hessian", "jacobian")
+_HOMES = {
+    "grad": "api",
+    "value_and_grad": "api",
+    "jvp": "higher",
+    "hvp": "higher",
+    "hessian": "jacobians",
+    "jacobian": "jacobians",
+}
 
 
 def __getattr__(name: str):
@@ -38,8 +44,10 @@ def __getattr__(name: str):
     # Both public modules are imported together: s2sad.higher registers
     # grad(grad(f)) with s2sad.api, which cannot import it (higher builds on api).
     # Neither loads the compiler (gast, black) before the first compile.
-    if name in _API or name in _HIGHER:
-        from s2sad import api, higher
+    if name in _HOMES:
+        import importlib
 
-        return getattr(api if name in _API else higher, name)
+        from s2sad import api, higher  # noqa: F401 (higher registers grad of grad)
+
+        return getattr(importlib.import_module(f"s2sad.{_HOMES[name]}"), name)
     raise AttributeError(f"module 's2sad' has no attribute {name!r}")

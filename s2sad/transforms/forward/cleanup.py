@@ -24,7 +24,6 @@ def run(body: list[ast.stmt]) -> list[ast.stmt]:
     return body
 
 
-
 def _kills(s: ast.stmt) -> set[str]:
     """Names a simple statement binds as a whole (item assignment reads its base)."""
     if not isinstance(s, ast.Assign):

@@ -30,7 +30,8 @@ from s2sad.transforms.forward.function import (
     rule_tangent,
 )
 from s2sad.transforms.forward.exprs import Op, Tangent
-from s2sad.transforms.lattice import MAYBE, NONE, SET, join_states
+from s2sad.transforms.forward import control
+from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 
 def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:
@@ -47,9 +48,9 @@ def block(ff: FunctionForward, stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 def statement(ff: FunctionForward, s: ast.stmt, out: list[ast.stmt]) -> None:
     if isinstance(s, ast.If):
-        if_stmt(ff, s, out)
+        control.if_stmt(ff, s, out, block)
     elif isinstance(s, (ast.For, ast.While)):
-        loop(ff, s, out)
+        control.loop(ff, s, out, block)
     elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
         assign_stmt(ff, s, out)
     elif isinstance(s, ast.Assign):
@@ -484,84 +485,3 @@ def _mutator(ff: FunctionForward, s: ast.Expr, fn, out: list[ast.stmt]) -> None:
     tan = [ast.Expr(value=call(ff.rule_ref(helper), name(ff.t(y.id)), *rest))]
     ff.holey.add(y.id)
     ff.emit(s, [s], tan, out, pre)
-
-
-# ---------------------------------------------------------------- branches and loops
-
-
-def _join(a: tuple, b: tuple) -> tuple:
-    states = join_states(a[0], b[0])
-    return {x: s for x, s in states.items() if s != NONE}, a[1] | b[1]
-
-
-def _current(ff: FunctionForward) -> tuple:
-    return {x: s for x, s in ff.state.items() if s != NONE}, set(ff.holey)
-
-
-def _set_current(ff: FunctionForward, states: tuple) -> None:
-    ff.state, ff.holey = dict(states[0]), set(states[1])
-
-
-def _declare(ff: FunctionForward, before: dict, after: dict) -> list[ast.stmt]:
-    """``t_x = None`` for tangents that exist after a compound statement but not before."""
-    out = [
-        assign(ff.t(x), const(None))
-        for x in sorted(after)
-        if before.get(x, NONE) == NONE and x in ff.tnames
-    ]
-    for s in out:
-        anno(s)["declaration"] = True  # dropped later if nothing reads it
-    return out
-
-
-def if_stmt(ff: FunctionForward, s: ast.If, out: list[ast.stmt]) -> None:
-    entry = _current(ff)
-    ff.last_origin = None
-    body = block(ff, s.body)
-    first = _current(ff)
-    _set_current(ff, entry)
-    ff.last_origin = None
-    orelse = block(ff, s.orelse)
-    second = _current(ff)
-    joined = _join(first, second)
-    both = {x for x in joined[0] if x in first[0] and x in second[0]}
-    declared = _declare(ff, {**entry[0], **{x: SET for x in both}}, joined[0])
-    _set_current(ff, joined)
-    ff.last_origin = None
-    out.extend(declared)
-    out.append(ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse))
-
-
-def loop(ff: FunctionForward, s: ast.For | ast.While, out: list[ast.stmt]) -> None:
-    """The loop with its body transformed under the fixpoint of the body's states."""
-    entry = _current(ff)
-    guess = entry
-    for _ in range(16):
-        snap = ff.snapshot()
-        _enter_body(ff, s, guess)
-        block(ff, s.body)
-        after = _current(ff)
-        ff.restore(snap)
-        new = _join(entry, after)
-        if new == guess:
-            break
-        guess = new
-    _enter_body(ff, s, guess)
-    ff.last_origin = None
-    body = block(ff, s.body) or [ast.Pass()]
-    _set_current(ff, _join(guess, _current(ff)))
-    ff.last_origin = None
-    out.extend(_declare(ff, entry[0], guess[0]))
-    if isinstance(s, ast.For):
-        new_loop: ast.stmt = ast.For(
-            target=s.target, iter=s.iter, body=body, orelse=[], type_comment=None
-        )
-    else:
-        new_loop = ast.While(test=s.test, body=body, orelse=[])
-    out.append(new_loop)
-
-
-def _enter_body(ff: FunctionForward, s: ast.stmt, states: tuple) -> None:
-    _set_current(ff, states)
-    if isinstance(s, ast.For) and isinstance(s.target, ast.Name):
-        ff.state.pop(s.target.id, None)  # the loop counter carries no tangent
