@@ -5,12 +5,13 @@ temporary that every later read uses as an operand of a NumPy site, outside
 loops, holds a buffer nobody needs after its last read; an elementwise site
 there may take that buffer instead of one of its own.  The pairs go in a
 table next to the function, which the runtime reads when it builds the
-workspace (s2sad/runtime/workspace.py)::
+workspace (s2sad/runtime/workspace.py); the code itself is unchanged::
 
-    mul = np.multiply(h, h, out=ws["mul"])             mul = ... out=ws["mul"]
-    sub = np.subtract(1.0, mul, out=ws["sub"])    ->   (unchanged code, and:)
-    g = np.multiply(g_h, sub, out=ws["g"])             f_value_and_grad.buffer_shares
-                                                           = {"sub": "mul", "g": "sub"}
+    mul_3 = np.multiply(h, h, out=ws['mul_3'])
+    sub = np.subtract(1.0, mul_3, out=ws['sub'])          # mul_3 dies here
+    g_matmul = np.multiply(g_h, sub, out=ws['g_matmul'])  # sub dies here
+    ...
+    f_value_and_grad.buffer_shares = {'sub': 'mul_3', 'g_matmul': 'sub'}
 """
 
 from __future__ import annotations

@@ -5,21 +5,20 @@ module).  Whether a module gets buffers at all was decided once, from the
 call's arguments, in ``module.options.buffers`` (s2sad/options.py); here:
 
 * the top-level function takes ``ws`` (default ``NO_WORKSPACE``: the plain
-  form), its sites index it (``ws["key"]``), its results are written into
+  form), its sites index it (``ws["key"]``), ``finalize(g_x, x)`` writes into
   ``ws.result(i)``, and a ``buffer_shares`` table follows it (sharing.py);
 * a callee (``<f>_forward``/``<f>_backward``) enters a workspace of its own per
   shape signature of its arguments, so its sites are fixed by them, whoever
   calls it;
 * ``connect`` hands ``ws`` on to every call of a function that takes it::
 
-    def f_value_and_grad(x, g_out=1.0):      def f_value_and_grad(x, g_out=1.0,
-        ...                                                       ws=NO_WORKSPACE):
-        y, saved = h_forward(x)          ->      y, saved = h_forward(x, ws=ws)
-        return y, (finalize(g_x, x),)            return y, (finalize(g_x, x, ws.result(0)),)
+    def net_value_and_grad(x, W, g_out=1.0):   ->  (x, W, g_out=1.0, ws=NO_WORKSPACE)
+        a, saved_cell = cell_forward(x, W)     ->  cell_forward(x, W, ws=ws)
+        g_x, _ = cell_backward(g_a, saved_cell)  ->  (g_a, saved_cell, ws=ws)
 
-    def h_forward(x):                        def h_forward(x, ws=NO_WORKSPACE):
-        a = x * x                        ->      ws = ws.enter("h_forward", (x,))
-                                                 a = np.multiply(x, x, out=ws.take("mul"))
+    def cell_forward(h, W):                    ->  (h, W, ws=NO_WORKSPACE)
+                                               +   ws = ws.enter('cell_forward', (h, W))
+        matmul = h @ W                         ->  np.matmul(h, W, out=ws.take('matmul'))
 """
 
 from __future__ import annotations
