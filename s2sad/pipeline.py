@@ -3,8 +3,7 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
-              -> reverse -> cleanup -> assemble -> buffers -> scalar
-                                                                  (per function)
+              -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
               -> connect -> emit                                  (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
               -> forward -> cleanup -> assemble                   (per function)
