@@ -109,17 +109,18 @@ class GradientFunction(CompiledModule):
                 entry = self._compiled.get(sig)
                 if entry is None:
                     argnums = self._argnums
+                    options = self.options.for_call(values)  # buffers decided here
                     from s2sad import cache
 
                     def compile_source():
                         from s2sad import pipeline  # the compiler: only on a cache miss
 
                         return pipeline.compile_function(
-                            self.fun, argnums, self.options, tuple(values)
+                            self.fun, argnums, options, tuple(values)
                         )
 
                     module, path, source = cache.load(
-                        self.fun, argnums, self.options, sig, compile_source
+                        self.fun, argnums, options, sig, compile_source
                     )
                     fn = cache.entry_function(module)
                     pool = None

@@ -1,8 +1,30 @@
-"""Compile options (kept apart so the API can build them without loading the compiler)."""
+"""Compile options (kept apart so the API can build them without loading the compiler).
+
+Whether a call's code writes into buffers is decided once, here, from the
+call's arguments (:meth:`Options.for_call`); the compiler's buffer passes only
+read the decision::
+
+    Options().for_call([np.ones((512, 512))]).buffers   ->  "buffered"
+    Options().for_call([np.ones(3)]).buffers            ->  "plain"  (too small)
+    Options().for_call([2.0, 3]).buffers                ->  "scalar" (no arrays)
+    Options().for_call([]).buffers                      ->  "buffered" (ahead of time)
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+#: NumPy calls write into a workspace (``out=``/``into=``)
+BUFFERED = "buffered"
+#: NumPy calls stay as they are
+PLAIN = "plain"
+#: no arrays among the arguments: ``np.sin(x)`` -> ``scalar.sin(x)`` as well
+SCALAR = "scalar"
+#: not decided yet (the pipeline decides from its example arguments)
+AUTO = "auto"
 
 
 @dataclass
@@ -10,14 +32,49 @@ class Options:
     """Compile options that change the emitted code (part of the cache key)."""
 
     optimize: bool = True
-    #: NumPy calls of the top-level function write into preallocated buffers
-    #: (``out=``); only with ``optimize``
+    #: NumPy calls of the top-level gradient function may write into preallocated
+    #: buffers (``out=``); only with ``optimize``
     workspace: bool = True
     #: import the user's globals in the emitted module instead of binding them at load
     standalone: bool = False
+    #: what this call's code does with buffers (BUFFERED, PLAIN or SCALAR), decided
+    #: by :meth:`for_call`; AUTO until then
+    buffers: str = AUTO
 
     def key(self) -> str:
+        decided = "" if self.buffers == AUTO else f",buffers={self.buffers}"
         return (
             f"opt={int(self.optimize)},standalone={int(self.standalone)},"
-            f"ws={int(self.workspace and self.optimize)}"
+            f"ws={int(self.workspace and self.optimize)}{decided}"
         )
+
+    def for_call(self, values: Sequence[Any]) -> Options:
+        """These options with ``buffers`` decided for a call with ``values``
+        (the call's arguments; empty when compiling ahead of time)."""
+        return dataclasses.replace(self, buffers=self._decide(values))
+
+    def _decide(self, values: Sequence[Any]) -> str:
+        if not (self.optimize and self.workspace):
+            return PLAIN
+        if self.buffers != AUTO:
+            return self.buffers
+        if not values:
+            return BUFFERED
+        if not any(has_array(v) for v in values):
+            return SCALAR
+        from s2sad.runtime.workspace import worthwhile  # reads SMALL_BYTES now
+
+        return BUFFERED if worthwhile(list(values)) else PLAIN
+
+
+def has_array(v: Any) -> bool:
+    """A NumPy array, or a dict/list/tuple holding one (at any depth)."""
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return True
+    if isinstance(v, dict):
+        return any(has_array(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(has_array(x) for x in v)
+    return False

@@ -3,7 +3,7 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
-              -> reverse -> cleanup -> assemble -> buffers        (per function)
+              -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
               -> connect -> emit                                  (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
               -> forward -> cleanup -> assemble                   (per function)
@@ -30,7 +30,8 @@ from typing import Any
 from s2sad.errors import S2SADError
 from s2sad.options import Options
 from s2sad.transforms import comments, emit
-from s2sad.transforms.buffers import workspace as buffers
+from s2sad.transforms.buffers import scalar
+from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
 from s2sad.transforms.front import parse, prepare
 from s2sad.transforms.module import Job, ModuleBuilder
@@ -59,6 +60,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("assemble", reverse.assemble, (REVERSE,)),
     ("assemble", forward.assemble, (FORWARD,)),
     ("buffers", buffers.function_pass, (REVERSE,)),
+    ("scalar", scalar.run, (REVERSE,)),
 ]
 
 #: (name, pass, modes), over the whole module once every function is compiled
@@ -89,7 +91,8 @@ def compile_function(
     grads)``; forward mode emits ``<fn>_jvp(*params, *tangents) -> (value,
     tangent)``, one tangent per entry of ``argnums``.  Either is the module's
     first function.  ``example_args`` are the values of the call being compiled
-    (they decide buffers and methods of objects); ``dump_after`` names a pass
+    (their types fix sizes and methods of objects; they decide buffers unless
+    ``options.buffers`` says); ``dump_after`` names a pass
     after which ``dump`` (default: print to stderr) receives the code.
     """
     global RUN_COUNT
@@ -100,6 +103,7 @@ def compile_function(
     RUN_COUNT += 1
     if options is None:
         options = forward.ForwardOptions() if mode == FORWARD else Options()
+    options = options.for_call(example_args)  # buffers: unless the caller decided
     module = ModuleBuilder(options, mode, top_fn=fn)
     show = _dumper(dump_after, dump, module)
     parsed = parse.parse_function(fn)

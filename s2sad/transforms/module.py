@@ -121,7 +121,7 @@ class ModuleBuilder:
     def helper(self, fn_name: str) -> ast.expr:
         self.helpers_used.add(fn_name)
         node = name(fn_name)
-        anno(node)["helper"] = True
+        anno(node)["helper"] = fn_name  # which one, whatever the name emitted
         return node
 
     def comment(self, text: str) -> ast.stmt:
@@ -153,15 +153,19 @@ class ModuleBuilder:
         return alias
 
     def rule_ref(self, fn) -> ast.expr:
+        """A name for the rule function ``fn``, annotated with it (``rule``)."""
         mod = getattr(fn, "__module__", "") or ""
         if mod.startswith("s2sad.runtime."):
             key = f"{mod}.{fn.__name__}"
             if key not in self.rule_imports:
                 alias = self.namer.fresh(fn.__name__)
                 self.rule_imports[key] = (mod, fn.__name__, alias)
-            return name(self.rule_imports[key][2])
-        origin = ["module", mod, fn.__name__] if mod else None
-        return name(self.bind(fn.__name__, fn, origin))
+            node = name(self.rule_imports[key][2])
+        else:
+            origin = ["module", mod, fn.__name__] if mod else None
+            node = name(self.bind(fn.__name__, fn, origin))
+        anno(node)["rule"] = fn
+        return node
 
     # -- user functions called with differentiated arguments
     def request(

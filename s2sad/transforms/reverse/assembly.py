@@ -162,7 +162,9 @@ def _pair(job, module) -> tuple[ast.FunctionDef, ast.FunctionDef]:
     unpack = []
     if saved:
         targets = ast.Tuple(elts=[name(n, store=True) for n in saved], ctx=ast.Store())
-        unpack = [ast.Assign(targets=[targets], value=name("saved"), type_comment=None)]
+        residuals = name("saved")
+        anno(residuals)["residuals"] = True  # shapes fixed by the callee's key
+        unpack = [ast.Assign(targets=[targets], value=residuals, type_comment=None)]
     wrt = set(job.wrt)
     grads = [
         (

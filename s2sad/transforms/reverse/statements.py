@@ -109,6 +109,7 @@ class FunctionReverser:
         test = ast.Compare(
             left=name(self.g(x)), ops=[ast.IsNot()], comparators=[const(None)]
         )
+        anno(test)["guard"] = self.g(x)  # cotangent bookkeeping, not a data test
         return pre + [ast.If(test=test, body=body, orelse=[])]
 
     # ------------------------------------------------------------------ statements

@@ -1,0 +1,105 @@
+"""Sharing: which site may write over the buffer of an operand that dies there.
+
+Liveness over the top-level function once its sites exist (sites.py).  A
+temporary that every later read uses as an operand of a NumPy site, outside
+loops, holds a buffer nobody needs after its last read; an elementwise site
+there may take that buffer instead of one of its own.  The pairs go in a
+table next to the function, which the runtime reads when it builds the
+workspace (s2sad/runtime/workspace.py); the code itself is unchanged::
+
+    mul_3 = np.multiply(h, h, out=ws['mul_3'])
+    sub = np.subtract(1.0, mul_3, out=ws['sub'])          # mul_3 dies here
+    g_matmul = np.multiply(g_h, sub, out=ws['g_matmul'])  # sub dies here
+    ...
+    f_value_and_grad.buffer_shares = {'sub': 'mul_3', 'g_matmul': 'sub'}
+"""
+
+from __future__ import annotations
+
+import ast
+
+from s2sad.transforms.astutil import name
+from s2sad.transforms.buffers.facts import helper_of
+from s2sad.transforms.buffers.sites import elementwise, is_np_call, once_key
+
+
+def table(fn: ast.FunctionDef, shares: dict[str, str]) -> list[ast.stmt]:
+    """``<fn>.buffer_shares = {site key: key it may write over}`` (none if empty)."""
+    if not shares:
+        return []
+    attr = ast.Attribute(value=name(fn.name), attr="buffer_shares", ctx=ast.Store())
+    value = ast.Dict(
+        keys=[ast.Constant(k) for k in shares],
+        values=[ast.Constant(v) for v in shares.values()],
+    )
+    return [ast.Assign(targets=[attr], value=value, type_comment=None)]
+
+
+def dying_operands(fn: ast.FunctionDef, np_alias: str) -> dict[str, str]:
+    """Liveness outside loops: ``site key -> key of an operand that dies there``.
+
+    A name qualifies when it is bound once, by a site that runs once, and every
+    read of it is an operand of a NumPy site (or the shape model of an
+    ``unbroadcast``), none of them in a loop: then nothing else can hold its
+    buffer, and the elementwise site that reads it last may write over it.
+    (Reads are counted per occurrence: the compiler shares Name nodes.)
+    """
+    order: list[tuple[ast.AST, bool]] = []
+    for st in fn.body:
+        _in_order(st, False, order)
+    uses = _Uses()
+    for node, loop in order:
+        uses.see(node, loop, np_alias)
+    out: dict[str, str] = {}
+    for n, bs in uses.binds.items():
+        if len(bs) != 1 or bs[0][1] or n in uses.looped or not uses.reads.get(n):
+            continue
+        value = bs[0][0].value
+        key = once_key(value) if isinstance(value, ast.Call) else None
+        site = uses.last.get(n)
+        if key is None or uses.fine.get(n) != uses.reads[n] or site is None:
+            continue
+        if elementwise(site, np_alias):
+            out.setdefault(once_key(site), key)
+    return out
+
+
+class _Uses:
+    """Bindings and reads of every name, in source order."""
+
+    def __init__(self) -> None:
+        self.binds: dict[str, list] = {}
+        self.reads: dict[str, int] = {}
+        self.fine: dict[str, int] = {}  # reads as a site's operand
+        self.last: dict[str, ast.Call] = {}  # the site that reads it last
+        self.looped: set[str] = set()
+
+    def see(self, node: ast.AST, loop: bool, np_alias: str) -> None:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            self.binds.setdefault(node.targets[0].id, []).append((node, loop))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            self.reads[node.id] = self.reads.get(node.id, 0) + 1
+            if loop:
+                self.looped.add(node.id)
+        if not isinstance(node, ast.Call):
+            return
+        if once_key(node) is not None and is_np_call(node, np_alias):
+            for a in node.args:
+                if isinstance(a, ast.Name):
+                    self.fine[a.id] = self.fine.get(a.id, 0) + 1
+                    self.last[a.id] = node
+        elif _unbroadcast(node) and isinstance(node.args[1], ast.Name):
+            self.fine[node.args[1].id] = self.fine.get(node.args[1].id, 0) + 1
+
+
+def _unbroadcast(call: ast.Call) -> bool:
+    """``unbroadcast(g, like)``: ``like`` is read for its shape only."""
+    return helper_of(call) == "unbroadcast" and len(call.args) == 2
+
+
+def _in_order(node: ast.AST, loop: bool, out: list) -> None:
+    """Every node under ``node`` in source order, with whether it is in a loop."""
+    loop = loop or isinstance(node, (ast.For, ast.While))
+    out.append((node, loop))
+    for child in ast.iter_child_nodes(node):
+        _in_order(child, loop, out)
