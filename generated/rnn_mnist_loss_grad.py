@@ -190,11 +190,11 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_params_item_2 = None
         params_item_2 = tape.pop()
         if g_matmul is not None:
-            ct_xt = d_matmul_rhs(
-                g_matmul, matmul, xt, params_item_1, into=(ws.take("ct_xt"),)
+            ct_params_item_1 = d_matmul_rhs(
+                g_matmul, matmul, xt, params_item_1, into=(ws.take("ct_params_item_1"),)
             )[0]
             g_params_item_1 = accumulate(
-                g_params_item_1, ct_xt, out=ws.take("g_params_item_1")
+                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
             )
         g_matmul = None
         matmul = tape.pop()

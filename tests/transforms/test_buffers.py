@@ -145,3 +145,21 @@ def test_the_buffer_passes_do_not_reimport_rule_modules():
         assert "importlib" not in text, stem
         assert "import_module" not in text, stem
         assert "rule_imports" not in text, stem
+
+
+def scan(xs, W):
+    h = xs[0]
+    for t in range(2):
+        h = np.tanh(h + xs[t] @ W)
+    return np.sum(h)
+
+
+def test_a_partial_rule_result_is_named_after_the_argument_it_belongs_to():
+    out: list[str] = []
+    pipeline.compile_function(
+        scan, (1,), None, (), dump_after="buffers", dump=out.append
+    )
+    code = "\n".join(out)
+    # d_matmul_rhs gives the cotangent of W (its second argument), not of xs[t]
+    assert "ct_W = d_matmul_rhs(" in code, code
+    assert "ct_xs_item" not in code

@@ -177,7 +177,7 @@ class Sites(Facts):
         if rules and isinstance(e, ast.Subscript) and self.rule_of(e.value):
             if isinstance(e.slice, ast.Constant) and e.slice.value == 0:
                 if self.rule_part_shaped(e.value, 0):
-                    temp = self.namer.fresh(_rule_label(e.value))
+                    temp = self.namer.fresh(_rule_label(e))
                     self._rule_site(e.value, [temp], in_loop)
                     pre.append(assign(temp, e))
                     return name(temp)
@@ -275,8 +275,13 @@ def _takes_into(rule: Any) -> bool:
         return False
 
 
-def _rule_label(call: ast.Call) -> str:
-    return "ct_" + call.args[2].id if isinstance(call.args[2], ast.Name) else "ct"
+def _rule_label(item: ast.Subscript) -> str:
+    """``ct_<x>`` for ``rule(...)[0]``, the cotangent of ``x``: the rule's first
+    argument, or the one the reverse pass marked for a partial rule."""
+    of = anno(item).get("cotangent_of")
+    if of is None and isinstance(item.value.args[2], ast.Name):
+        of = item.value.args[2].id
+    return f"ct_{of}" if of else "ct"
 
 
 def _label(e: ast.expr) -> str:

@@ -26,15 +26,15 @@ import operator
 
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control
+from s2sad.transforms.reverse.rules import RuleCalls
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
 from s2sad.transforms.front.calls import CallInfo
-from s2sad.transforms.inline import bind_np, definite_positions, instantiate
 
 
-class FunctionReverser:
+class FunctionReverser(RuleCalls):
     """Forward and backward statement lists for one normalized function."""
 
     def __init__(self, fc, act: Activity):
@@ -249,133 +249,6 @@ class FunctionReverser:
                 self.apply_rule(info.target, x, list(v.args), kwargs, out, v)
         return out
 
-    def apply_rule(self, fn, x: str, args: list[ast.expr], kwargs, out, node) -> None:
-        wanted = [i for i, a in enumerate(args) if self.needs(a)]
-        if not wanted:
-            return
-        rule = registry.lookup(fn) if fn is not None else None
-        if rule is None or rule.adjoint is None:
-            if rule is None:
-                self.fc.fail(node, f"no adjoint rule for {ast.unparse(node)}")
-            return
-        gx, ans = name(self.g(x)), name(x)
-        if len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
-            partial = registry.lookup_partial(fn, wanted[0])
-            if (
-                partial is not None
-            ):  # only this cotangent is needed: skip the others' work
-                self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
-                return
-        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
-        definite = set(range(len(args)))
-        self.direct_assigned = {}
-        for e in exprs or ():
-            if e is not None:
-                bind_np(e, self.fc.module)
-        if exprs is None:
-            exprs = self.called_rule(rule, gx, ans, args, kwargs, wanted, out)
-            definite = definite_positions(rule.adjoint)
-        merged: dict[str, tuple[ast.expr, bool, int]] = {}  # x * x: one sum per name
-        for i in wanted:
-            e = exprs[i] if i < len(exprs) else None
-            if e is None:
-                continue
-            if i in self.direct_assigned:
-                self.state[self.direct_assigned[i]] = SET if i in definite else MAYBE
-                continue
-            x_name = args[i].id
-            if (
-                x_name in merged
-                and exprs is not None
-                and merged[x_name][1]
-                and i in definite
-            ):
-                prev, _, first = merged[x_name]
-                merged[x_name] = (
-                    ast.BinOp(left=prev, op=ast.Add(), right=e),
-                    True,
-                    first,
-                )
-            else:
-                merged.setdefault(x_name, (e, i in definite, i))
-                if merged[x_name][0] is not e:  # cannot merge: accumulate separately
-                    self._accumulate_rule(rule, args, i, e, out, i in definite)
-        for e, is_definite, i in merged.values():
-            self._accumulate_rule(rule, args, i, e, out, is_definite)
-
-    def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
-        if rule.broadcasts:
-            e = call(self.helper("unbroadcast"), e, args[i])
-        self.accumulate(args[i].id, e, out, definite=definite)
-
-    def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
-        """Accumulate argument ``i``'s cotangent from a partial rule."""
-        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
-        if exprs is not None:
-            e = exprs[0]
-        else:
-            keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
-            call_ = ast.Call(
-                func=self.fc.module.rule_ref(rule.adjoint),
-                args=[gx, ans, *args],
-                keywords=keywords,
-            )
-            e = ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
-        if rule.broadcasts:
-            e = call(self.helper("unbroadcast"), e, args[i])
-        self.accumulate(
-            args[i].id, e, out, definite=0 in definite_positions(rule.adjoint)
-        )
-
-    def called_rule(
-        self, rule, gx, ans, args, kwargs, wanted, out
-    ) -> list[ast.expr | None]:
-        """Call a rule that cannot be inlined; return expressions for its cotangents."""
-        fn_ref = self.fc.module.rule_ref(rule.adjoint)
-        keywords = [ast.keyword(arg=k, value=v) for k, v in kwargs.items()]
-        rule_call: ast.expr = ast.Call(
-            func=fn_ref, args=[gx, ans, *args], keywords=keywords
-        )
-        n = len(args)
-        if len(wanted) == 1:
-            # every rule returns at least one cotangent per named parameter
-            if wanted[0] >= _named_params(rule.adjoint):
-                rule_call = call(self.helper("pad"), rule_call, const(n))
-            exprs: list = [None] * n
-            exprs[wanted[0]] = ast.Subscript(
-                value=rule_call, slice=const(wanted[0]), ctx=ast.Load()
-            )
-            return exprs
-        if n > _named_params(rule.adjoint):
-            rule_call = call(self.helper("pad"), rule_call, const(n))
-        cts, self.direct_assigned = self._unpack_names(args, wanted, rule.broadcasts)
-        target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
-        if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
-            target.elts.append(
-                ast.Starred(value=name("_", store=True), ctx=ast.Store())
-            )
-        out.append(ast.Assign(targets=[target], value=rule_call, type_comment=None))
-        return [name(c) if c != "_" else None for c in cts]
-
-    def _unpack_names(self, args, wanted, broadcasts: bool) -> tuple[list[str], dict]:
-        """Names to unpack a cotangent tuple into: straight into ``g_x`` where nothing
-        has accumulated yet, else a ``ct_x`` temporary to accumulate from."""
-        names = [args[i].id for i in wanted]
-        cts, direct = [], {}
-        for i, a in enumerate(args):
-            if i not in wanted:
-                cts.append("_")
-            elif (
-                not broadcasts
-                and names.count(a.id) == 1
-                and self.state.get(self.g(a.id), NONE) == NONE
-            ):
-                cts.append(self.g(a.id))
-                direct[i] = self.g(a.id)
-            else:
-                cts.append(self.fc.namer.fresh("ct_" + a.id.lstrip("_")))
-        return cts, direct
-
     # .................................................................. calls
     def forward_call(self, v: ast.Call, x: str | None, in_loop: bool, fwd=None):
         """Forward expression for a call, and (for user functions) its backward builder."""
@@ -509,9 +382,3 @@ class FunctionReverser:
             return out
 
         return [s], backward
-
-
-def _named_params(rule_fn) -> int:
-    """Number of named positional parameters after (g, ans)."""
-    code = rule_fn.__code__
-    return max(code.co_argcount - 2, 0)
