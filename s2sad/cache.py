@@ -1,7 +1,7 @@
 """The on-disk cache of generated gradient modules.
 
 A module is stored as ``<module>.<function>-<key>.py`` under ``$S2SAD_CACHE_DIR``
-(default ``~/.cache/s2sad``).  The key hashes everything the emitted code depends
+(default: the platform cache directory, ``~/.cache/s2sad`` on Linux).  The key hashes everything the emitted code depends
 on: the function's source and its callees' sources, argnums, options, the types
 of non-array arguments, the s2sad version and the rule registry's fingerprint.
 The first line of each file holds the SHA-256 of the rest; a file whose content
@@ -38,6 +38,7 @@ from typing import Any
 
 from s2sad._version import __version__ as VERSION
 from s2sad.errors import S2SADError
+from s2sad.paths import user_cache_dir
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 
@@ -52,7 +53,8 @@ class UnsafeCacheDirError(S2SADError, PermissionError):
 
 
 def default_cache_dir() -> Path:
-    return Path.home() / ".cache" / "s2sad"
+    """The platform's user cache directory for s2sad (see s2sad.paths)."""
+    return user_cache_dir()
 
 
 def cache_dir() -> Path:
@@ -86,11 +88,17 @@ def check_private(path: Path, ours: bool = False) -> None:
         if ours:
             os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
             return
+        fix = (
+            "set S2SAD_CACHE_DIR to a directory of your own, e.g. "
+            f"{default_cache_dir()}"
+            if st.st_mode & stat.S_ISVTX  # a shared directory such as /tmp
+            else f"run 'chmod go-w {path}' or set S2SAD_CACHE_DIR to a private "
+            "directory"
+        )
         raise UnsafeCacheDirError(
             f"refusing to use the s2sad cache {path}: other users can write to it "
             f"(mode {stat.S_IMODE(st.st_mode):o}) and s2sad runs the files it finds "
-            f"there. Run 'chmod go-w {path}' or set S2SAD_CACHE_DIR to a private "
-            "directory."
+            f"there. To fix it, {fix}."
         )
 
 

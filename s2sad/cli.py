@@ -25,6 +25,7 @@ from s2sad.errors import S2SADError
 from s2sad.modelfile import (
     UserError,
     compile_all,
+    compile_each,
     display,
     import_model,
     output_names,
@@ -55,14 +56,27 @@ def cmd_compile(args: argparse.Namespace) -> int:
         ]
     out_dir = Path(args.output)
     files = [out_dir / n for n in output_names(module, targets)]
-    sources = compile_all(targets)
     if args.check:
-        return check(files, sources, args)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for path, text in zip(files, sources):
+        return check(files, compile_all(targets), args)
+    results = compile_each(targets)
+    failures = [r for r in results if isinstance(r, UserError)]
+    written = [(p, r) for p, r in zip(files, results) if isinstance(r, str)]
+    if written:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    for path, text in written:
         write_if_changed(path, text)
         print(display(path))
-    return 0
+    if not failures:
+        return 0
+    print("\n\n".join(map(str, failures)), file=sys.stderr)
+    print(
+        f"{len(failures)} of {len(results)} functions not compiled "
+        f"({len(written)} written)",
+        file=sys.stderr,
+    )
+    if args.debug:  # the first failure's compiler traceback
+        raise failures[0].__cause__ or failures[0]
+    return 1
 
 
 def check(files: list[Path], sources: list[str], args: argparse.Namespace) -> int:
@@ -195,7 +209,22 @@ def cmd_cache_info(args: argparse.Namespace) -> int:
         print(f"damaged: {report.damaged} (never run; regenerated when next needed)")
     if report.temporaries:
         print(f"temporary files left by interrupted writes: {report.temporaries}")
+    data, files, size = _datasets()
+    where = "S2SAD_DATA_DIR" if os.environ.get("S2SAD_DATA_DIR") else "default"
+    print(f"dataset directory: {data} ({where})")
+    print(f"dataset files: {files} ({_size(size)}; 's2sad cache clear --datasets')")
     return 0
+
+
+def _datasets() -> tuple[Path, int, int]:
+    """The dataset directory, how many files it holds and their size in bytes."""
+    from s2sad.datasets.fetch import data_dir
+
+    directory = data_dir()
+    files = (
+        [p for p in directory.rglob("*") if p.is_file()] if directory.is_dir() else []
+    )
+    return directory, len(files), sum(p.stat().st_size for p in files)
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
@@ -203,6 +232,13 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
 
     removed = cache.clear()
     print(f"removed {removed} file{'s' * (removed != 1)} from {cache.cache_dir()}")
+    if args.datasets:
+        import shutil
+
+        directory, files, size = _datasets()
+        if files:
+            shutil.rmtree(directory)
+        print(f"removed {files} dataset files ({_size(size)}) from {directory}")
     return 0
 
 
@@ -384,14 +420,17 @@ def _add_cache(commands) -> None:
         commands,
         "cache",
         "inspect or empty the cache of compiled gradients",
-        "Gradients compiled by s2sad.grad live in $S2SAD_CACHE_DIR (default\n"
-        "~/.cache/s2sad), one file per function and argument-type signature.",
+        "Gradients compiled by s2sad.grad live in $S2SAD_CACHE_DIR (default: the\n"
+        "platform's cache directory, ~/.cache/s2sad on Linux), one file per\n"
+        "function and argument-type signature; the examples' datasets live in\n"
+        "$S2SAD_DATA_DIR (default: data/ there).",
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     info = actions.add_parser(
         "info",
-        help="show where the cache is and what it holds",
-        description="Show the cache directory, its modules and size.",
+        help="show where the cache and the datasets are and what they hold",
+        description="Show the cache directory, its modules and size, and the "
+        "dataset directory and its size.",
     )
     _add_debug(info)
     info.set_defaults(run=cmd_cache_info)
@@ -399,7 +438,11 @@ def _add_cache(commands) -> None:
         "clear",
         help="delete the cached gradient modules",
         description="Delete the cached gradient modules (other files "
-        "in the directory, such as datasets, are kept).",
+        "in the directory are kept); with --datasets, also the downloaded "
+        "datasets (they are fetched again when an example needs them).",
+    )
+    clear.add_argument(
+        "--datasets", action="store_true", help="also delete the datasets"
     )
     _add_debug(clear)
     clear.set_defaults(run=cmd_cache_clear)

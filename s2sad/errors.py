@@ -100,3 +100,11 @@ class NonScalarOutputError(S2SADError, TypeError):
 
 class RuleError(S2SADError):
     """A rule was registered or used incorrectly."""
+
+
+class ArgnumsError(S2SADError, IndexError):
+    """``argnums`` names an argument the function does not have."""
+
+
+class MissingDependencyError(S2SADError, ImportError):
+    """A package s2sad needs for this step is not installed."""

@@ -301,14 +301,22 @@ def output_names(module: ModuleType, targets: list[Target]) -> list[str]:
     return names
 
 
-def compile_all(targets: list[Target], after: str | None = None) -> list[str]:
-    """Every target's source, or one UserError listing every failure."""
-    sources, failures = [], []
+def compile_each(targets: list[Target], after: str | None = None) -> list:
+    """Per target, its source or the UserError that stopped it."""
+    out: list = []
     for t in targets:
         try:
-            sources.append(emit(t, after))
+            out.append(emit(t, after))
         except UserError as exc:
-            failures.append(exc)
+            out.append(exc)
+    return out
+
+
+def compile_all(targets: list[Target], after: str | None = None) -> list[str]:
+    """Every target's source, or one UserError listing every failure."""
+    results = compile_each(targets, after)
+    sources = [r for r in results if isinstance(r, str)]
+    failures = [r for r in results if isinstance(r, UserError)]
     if failures:
         first = failures[0]  # chained, so that --debug shows the compiler's traceback
         raise UserError("\n\n".join(map(str, failures))) from first.__cause__ or first

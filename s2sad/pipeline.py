@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from s2sad.errors import S2SADError
+from s2sad.errors import ArgnumsError, S2SADError
 from s2sad.options import Options
 from s2sad.transforms import comments, emit
 from s2sad.transforms.buffers import scalar
@@ -107,6 +107,7 @@ def compile_function(
     module = ModuleBuilder(options, mode, top_fn=fn)
     show = _dumper(dump_after, dump, module)
     parsed = parse.parse_function(fn)
+    _check_argnums(parsed, argnums)
     job = _top_job(module, parsed, argnums, example_args)
     module.functions.extend(run_function(job, module, show))
     while module.queue:
@@ -119,6 +120,18 @@ def compile_function(
     text = emit.run(module, emit.Header(parsed.source, wrt, fn))
     show("emit", text)
     return text, dict(module.bindings)
+
+
+def _check_argnums(parsed: parse.ParsedFunction, argnums) -> None:
+    a = parsed.node.args
+    params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    bad = [i for i in argnums if not 0 <= i < len(params)]
+    if bad:
+        raise ArgnumsError(
+            f"argnums={bad[0]} but {parsed.source.qualname}({', '.join(params)}) "
+            f"takes {len(params)} argument{'s' * (len(params) != 1)}: give "
+            f"positions 0 to {len(params) - 1}"
+        )
 
 
 def _top_job(

