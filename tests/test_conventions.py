@@ -5,7 +5,6 @@ the user's real cache alone.  Command lines run in real subprocesses."""
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 import sys
 import textwrap
