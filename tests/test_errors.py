@@ -1,6 +1,7 @@
 """Every refusal names file:line:col, shows the line and says what to do."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -147,3 +148,32 @@ def test_callee_chosen_at_run_time_is_refused_with_a_reason():
     assert err.line == line_of(bad.callee_chosen_at_run_time, "f(x)")
     assert "cannot tell which function 'f' is" in str(err)
     assert "module-level name" in str(err)
+
+
+@pytest.mark.parametrize(
+    "fn, needle, name, hint",
+    [
+        (bad.builtin_map, "map(np.sin, x)", "map", "for loop"),
+        (bad.builtin_filter, "list(filter(", "filter", "for loop"),
+        (bad.builtin_next, "iter([x", "iter", "index the sequence"),
+        (bad.builtin_set, "set([", "set", "keep a list"),
+        # (forward mode refuses any differentiated keyword argument, rule or not)
+        (bad.keyword_to_opaque, "SimpleNamespace(w=", "SimpleNamespace|keyword", ""),
+    ],
+)
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_builtins_without_rules_are_refused_not_constant(fn, needle, name, hint, mode):
+    """A builtin (or any callable without source) with a differentiated argument,
+    positional or keyword, and no rule is refused: its result would carry the
+    gradient, so reading it as a constant would give a silently wrong zero."""
+    with pytest.raises(errors.S2SADError) as info:
+        if mode == "reverse":
+            s2sad.grad(fn)(np.array([0.5, 1.5, 2.5]))
+        else:
+            s2sad.jvp(fn)(np.array([0.5, 1.5, 2.5]), np.ones(3))
+    err = info.value
+    assert isinstance(err, (errors.MissingRuleError, errors.UnsupportedSyntaxError))
+    problem = err.problems[0]
+    assert problem.filename == FILE
+    assert problem.line == line_of(fn, needle), str(err)
+    assert re.search(name, problem.message) and hint in problem.hint, str(err)

@@ -25,6 +25,7 @@ from s2sad.transforms.forward import assembly as forward_transform
 from tests import forward_cases as fc
 from tests.corpus import (  # noqa: F401
     cases_basic,
+    cases_builtins,
     cases_calls,
     cases_combo,
     cases_data,

@@ -383,6 +383,43 @@ def test_builtins():
     check_jvp(builtins.divmod, 5.3, 0.7)
     check_jvp(builtins.sorted, [0.3, 1.5, -2.0])
     check_jvp(builtins.sorted, [0.3, 1.5, -2.0], reverse=True)
+    check_jvp(builtins.sorted, rnd(4))
+    check_jvp(builtins.max, rnd(4))
+    # with key= the result is the entry itself (an array): its tangent, not <grad, t>
+    check_jvp(builtins.max, [rnd(3), rnd(3), rnd(3)], key=np.sum)
+    check_jvp(builtins.min, rnd(3), rnd(3), key=np.sum)
+    check_jvp(copy.copy, [rnd(2), rnd()])
+    check_jvp(copy.deepcopy, {"a": rnd(2), "b": [rnd(), rnd(3)]})
+    check_jvp(builtins.dict, {"a": rnd(2), "b": rnd()})
+    check_jvp(builtins.dict, {"a": rnd(2), "b": rnd()}, b=1.5)
+
+
+def test_dict_of_pairs():
+    """(Keys are strings, so the tangent and the differences are built by hand.)"""
+    a, b = rnd(2), rnd()
+    ta, tb = _random_like(a), _random_like(b)
+    got = tangents.pushforward(builtins.dict, 0, [(None, ta), (None, tb)], [("a", a), ("b", b)])
+    _compare(got, {"a": ta, "b": tb}, "dict")
+    got = tangents.pushforward(builtins.dict, 0, [(None, ta), None], [("a", a), ("b", b)])
+    _compare(got, {"a": ta, "b": None}, "dict")
+
+
+@pytest.mark.parametrize(
+    "fn,args",
+    [(builtins.zip, ([rnd(), rnd()], rnd(3))), (builtins.zip, (rnd(3, 2), rnd(3))),
+     (builtins.enumerate, (rnd(3, 2),)), (builtins.enumerate, ([rnd(), rnd(2)], 1)),
+     (builtins.reversed, ([rnd(), rnd()],))],
+    ids=lambda v: getattr(v, "__name__", ""),
+)  # fmt: skip
+def test_iterator_builtins(fn, args):
+    """They return one-shot iterators: compare as lists (of tuples)."""
+    for i in [k for k, a in enumerate(args) if _is_float(a)]:
+        t = _random_like(args[i])
+        got = list(tangents.pushforward(fn, i, t, *args))
+        plus, minus = list(args), list(args)
+        plus[i], minus[i] = _axpy(args[i], H, t), _axpy(args[i], -H, t)
+        want = _difference(list(fn(*plus)), list(fn(*minus)), H)
+        _compare(got, want, f"{fn.__name__} argument {i}")
 
 
 def test_nn():
@@ -515,6 +552,11 @@ def _tested_primals() -> set:
         builtins.sum,
         builtins.divmod,
         builtins.sorted,
+        builtins.zip,
+        builtins.enumerate,
+        builtins.dict,
+        copy.copy,
+        copy.deepcopy,
         nn.softmax,
         nn.log_softmax,
         nn.softmax_cross_entropy,

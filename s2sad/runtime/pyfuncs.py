@@ -13,6 +13,7 @@ to the result (with ``key=``, the entry returned gets it all); ``abs`` and
 from __future__ import annotations
 
 import builtins
+import copy
 import math
 from typing import Any
 
@@ -26,6 +27,7 @@ from s2sad.runtime.tangents import (
     constant,
     elementwise,
     filled,
+    jvp_scalar,
     linear,
     scalar,
     tangent,
@@ -64,6 +66,18 @@ def _shares(values: list, ans: Any) -> list[float]:
     return [h / total for h in hits]
 
 
+def _entries_like(cts: list, seq: Any) -> Any:
+    """Cotangents of the entries of ``seq``: a list (None: zero, missing entries
+    too), or for an array its rows stacked, with zeros for None."""
+    if isinstance(seq, np.ndarray):
+        rows = [np.zeros(seq.shape[1:], seq.dtype) if c is None else c for c in cts]
+        rows += [np.zeros(seq.shape[1:], seq.dtype)] * (len(seq) - len(rows))
+        if not rows:
+            return np.zeros_like(seq)
+        return np.stack(rows).astype(seq.dtype, copy=False)
+    return list(cts) + [None] * (len(seq) - len(cts))
+
+
 @adjoint(builtins.max, builtins.min)
 def d_builtin_max(g, ans, *args, **kwargs):
     """max(a, b, ...) or max(iterable): ties split equally; with key= the winner."""
@@ -73,7 +87,7 @@ def d_builtin_max(g, ans, *args, **kwargs):
     else:
         shares = _shares(values, ans)
     cts = [None if s == 0 else g * s for s in shares]
-    return (cts,) if len(args) == 1 else tuple(cts)
+    return (_entries_like(cts, args[0]),) if len(args) == 1 else tuple(cts)
 
 
 @adjoint(builtins.pow, math.pow)
@@ -98,18 +112,70 @@ def d_sorted(g, ans, iterable, *, key=None, reverse=False):
     ct: list = [None] * len(values)
     for position, source in enumerate(order):
         ct[source] = g[position]
-    return (ct,)
+    return (_entries_like(ct, iterable),)
 
 
 @adjoint(builtins.list, builtins.tuple)
 def d_list(g, ans, iterable=()):
     """list(xs) of a list gives back the list; of an array, its rows stacked."""
     if isinstance(iterable, np.ndarray):
-        rows = [
-            np.zeros(iterable.shape[1:], iterable.dtype) if c is None else c for c in g
-        ]
-        return (np.stack(rows).astype(iterable.dtype, copy=False),)
+        return (_entries_like(g, iterable),)
     return (list(g),)
+
+
+# zip, enumerate and reversed are always called as list(zip(...)) (the normalize
+# pass adds the list): their cotangent g is a list, and no rule reads them twice.
+
+
+@adjoint(builtins.zip)
+def d_zip(g, ans, *iterables, strict=False):
+    """Entry k of each tuple goes back to iterable k (past the shortest: zero)."""
+    return tuple(
+        _entries_like([None if p is None else p[k] for p in g], seq)
+        for k, seq in enumerate(iterables)
+    )
+
+
+@adjoint(builtins.enumerate)
+def d_enumerate(g, ans, iterable, start=0):
+    """The second entry of each (index, value) pair goes back to the value."""
+    return (_entries_like([None if p is None else p[1] for p in g], iterable), None)
+
+
+@adjoint(builtins.reversed)
+def d_reversed(g, ans, seq):
+    return (_entries_like(list(g)[::-1], seq),)
+
+
+@adjoint(builtins.dict)
+def d_dict(g, ans, mapping=(), **kwargs):
+    """dict(d) or dict(pairs): each key's cotangent goes back to the value stored
+    (a value overridden by a later pair or a keyword gets zero)."""
+    if isinstance(mapping, dict):
+        return ({k: g.get(k) for k in mapping if k not in kwargs},)
+    pairs = list(mapping)
+    last = {k: i for i, (k, _) in enumerate(pairs)}
+    return (
+        [
+            (None, g.get(k)) if last[k] == i and k not in kwargs else None
+            for i, (k, _) in enumerate(pairs)
+        ],
+    )
+
+
+def _copied(g: Any) -> Any:
+    """A shallow copy of a container cotangent (an array or float as it is)."""
+    if isinstance(g, dict):
+        return dict(g)
+    if isinstance(g, (list, tuple)):
+        return list(g)
+    return g
+
+
+@adjoint(copy.copy, copy.deepcopy)
+def d_copy(g, ans, x, memo=None):
+    """A copy passes its cotangent through, in the structure of ``x``."""
+    return (_copied(g),)
 
 
 # ---------------------------------------------------------------- math: exp and logs
@@ -303,7 +369,7 @@ if hasattr(math, "exp2"):  # Python >= 3.11
 # ---------------------------------------------------------------- zero gradient
 
 NONDIFFERENTIABLE = (
-    builtins.len, builtins.range, builtins.zip, builtins.enumerate, builtins.int,
+    builtins.len, builtins.range, builtins.int,
     builtins.bool, builtins.round, builtins.isinstance, builtins.print, builtins.str,
     builtins.repr, builtins.type, builtins.hash, builtins.id, builtins.any,
     builtins.all, builtins.format, builtins.issubclass,
@@ -320,8 +386,51 @@ nondifferentiable(*NONDIFFERENTIABLE)
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
 elementwise(builtins.abs, builtins.pow)
-linear(builtins.float, builtins.list, builtins.tuple)
-scalar(builtins.max, builtins.min, math.dist, math.prod)
+linear(builtins.float, builtins.list, builtins.tuple, copy.copy, copy.deepcopy)
+scalar(math.dist, math.prod)
+
+
+@tangent(builtins.max, builtins.min, argnum=-1)
+def jvp_builtin_max(t, ans, *args, argnum=0, **kwargs):
+    """With key= the tangent of the entry returned (an array, maybe); else <grad, t>."""
+    if "key" not in kwargs:
+        return jvp_scalar(d_builtin_max, argnum, t, ans, *args, **kwargs)
+    if len(args) > 1:
+        return t if args[argnum] is ans else None
+    for value, entry in zip(args[0], t):
+        if value is ans:
+            return entry
+    return None
+
+
+@tangent(builtins.zip, argnum=-1, container=True)
+def jvp_zip(t, ans, *iterables, argnum=0, strict=False):
+    """Tuples with the tangent of iterable ``argnum`` in its place, None elsewhere."""
+    if t is None:
+        return None
+    n = builtins.min(len(seq) for seq in iterables)
+    k = len(iterables)
+    return [tuple(t[j] if i == argnum else None for i in range(k)) for j in range(n)]
+
+
+@tangent(builtins.dict, container=True)
+def jvp_dict(t, ans, mapping=(), **kwargs):
+    """The dict of the values' tangents (keywords are constants: None)."""
+    if t is None:
+        return None
+    if isinstance(mapping, dict):
+        out = {k: t.get(k) for k in mapping}
+    else:
+        out = {k: None if p is None else p[1] for (k, _), p in zip(mapping, t)}
+    out.update(dict.fromkeys(kwargs))
+    return out
+
+
+@tangent(builtins.enumerate, container=True)
+def jvp_enumerate(t, ans, iterable, start=0):
+    if t is None:
+        return None
+    return [(None, t[j]) for j in range(len(iterable))]
 
 
 linear(builtins.reversed)
@@ -360,5 +469,5 @@ def jvp_sorted(t, ans, iterable, *, key=None, reverse=False):
 
 
 # adjoint rules that read their other arguments only for shapes or orders
-linear(d_builtin_sum, d_builtin_max, d_list, d_sorted, d_builtin_float,
-       container=True)  # fmt: skip
+linear(d_builtin_sum, d_builtin_max, d_list, d_sorted, d_builtin_float, d_zip,
+       d_enumerate, d_reversed, d_copy, d_dict, container=True)  # fmt: skip

@@ -234,7 +234,14 @@ def d_linalg_trace(g, ans, x, *, offset=0, dtype=None):
     np.asarray_chkfinite, np.copy, np.float64, np.float32, np.float16,
 )  # fmt: skip
 def d_array(g, ans, obj, *rest, **kwargs):
-    """An array built from ``obj``; a (nested) list gets a (nested) list cotangent."""
+    """An array built from ``obj``; a (nested) list gets a (nested) list cotangent.
+
+    ``xs.copy()`` of a list or dict (the method stands for np.copy) keeps its type:
+    its cotangent is a list or dict, passed through."""
+    if isinstance(g, dict):
+        return (dict(g),)
+    if isinstance(g, (list, tuple)) and isinstance(obj, (list, tuple)):
+        return (list(g),)
     return (unstack_like(np.reshape(g, np.shape(obj)), obj),)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import copy
 import math
 
 import numpy as np
@@ -90,11 +91,55 @@ def test_sorted_list_tuple_prod_dist():
     check_rule(math.hypot, 0.3, -1.2, 2.0)
 
 
+def test_sorted_min_max_of_an_array_give_an_array():
+    """Entries not used get zero, never NaN (a list with None made into an array)."""
+    x = np.array([0.3, -1.2, 2.5, 0.9])
+    check_rule(builtins.sorted, x)
+    check_rule(builtins.max, x)
+    check_rule(builtins.min, x)
+    (ct,) = pyfuncs.d_sorted([1.0, None, None, 2.0], None, x)
+    np.testing.assert_array_equal(ct, [0.0, 1.0, 2.0, 0.0])
+    (ct,) = pyfuncs.d_builtin_max(3.0, 2.5, x)
+    np.testing.assert_array_equal(ct, [0.0, 0.0, 3.0, 0.0])
+
+
+def test_copies_and_dict():
+    a = RNG.standard_normal(3)
+    check_rule(copy.copy, [a, 1.5])
+    check_rule(copy.copy, a)
+    check_rule(copy.deepcopy, {"a": a, "b": [1.5, a]})
+    check_rule(builtins.dict, {"a": a, "b": 1.5})
+    check_rule(builtins.dict, [("a", a), ("b", 1.5)])
+    # a key given again (or as a keyword) overrides: the first value gets zero
+    pairs = [("a", 1.0), ("b", 2.0), ("a", 3.0)]
+    ct = pyfuncs.d_dict({"a": 5.0, "b": 7.0}, None, pairs)
+    assert ct == ([None, (None, 7.0), (None, 5.0)],)
+    ct = pyfuncs.d_dict({"a": 5.0, "b": 7.0}, None, {"a": 1.0, "b": 2.0}, b=0.0)
+    assert ct == ({"a": 5.0},)
+
+
+def test_iterator_builtins_send_entries_back():
+    """zip, enumerate, reversed (called as list(zip(...))): each entry's cotangent
+    goes back to where it came from; entries past the shortest input get zero."""
+    xs, arr = [0.5, 0.7, 0.9], np.array([1.0, 2.0])
+    assert builtins.list(builtins.zip(xs, arr)) == [(0.5, 1.0), (0.7, 2.0)]
+    g = [(1.0, 2.0), None]
+    cts = pyfuncs.d_zip(g, None, xs, arr)
+    assert cts[0] == [1.0, None, None]
+    np.testing.assert_array_equal(cts[1], [2.0, 0.0])
+    g = [None, (None, 4.0)]
+    (ct, ct_start) = pyfuncs.d_enumerate(g, None, arr, 1)
+    np.testing.assert_array_equal(ct, [0.0, 4.0])
+    assert ct_start is None
+    assert pyfuncs.d_reversed([1.0, None, 3.0], None, xs) == ([3.0, None, 1.0],)
+    (ct,) = pyfuncs.d_reversed([np.ones(3), None], None, RNG.standard_normal((2, 3)))
+    np.testing.assert_array_equal(ct, [np.zeros(3), np.ones(3)])
+
+
 @pytest.mark.parametrize("fn", pyfuncs.NONDIFFERENTIABLE, ids=lambda f: f.__name__)
 def test_zero_gradient_functions(fn):
     args = {
         builtins.range: (3,),
-        builtins.zip: ([1.5], [2.5]),
         builtins.isinstance: (1.5, float),
         builtins.issubclass: (bool, int),
         builtins.len: ([1.5],),
@@ -109,7 +154,6 @@ def test_zero_gradient_functions(fn):
         math.isqrt: (17,),
         math.factorial: (4,),
         builtins.print: (),
-        builtins.enumerate: ([1.5],),
     }.get(fn, (1.7,))
     check_nondifferentiable(fn, *args)
 
@@ -117,7 +161,8 @@ def test_zero_gradient_functions(fn):
 def test_every_rule_is_tested(family_coverage):
     tested = {fn for fn, _ in MATH_UNARY} | {fn for fn, _, _ in MATH_BINARY}
     tested |= {builtins.sum, math.fsum, builtins.sorted, builtins.list, builtins.tuple,
-               math.prod, math.dist, builtins.divmod}  # fmt: skip
+               math.prod, math.dist, builtins.divmod, builtins.zip, builtins.enumerate,
+               builtins.reversed, builtins.dict, copy.copy, copy.deepcopy}  # fmt: skip
     family_coverage("pyfuncs", tested | set(pyfuncs.NONDIFFERENTIABLE))
 
 

@@ -25,6 +25,7 @@ from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms import inline
 from s2sad.transforms.front import activity
+from s2sad.transforms.front.calls import builtin_hint
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.forward.exprs import Op, Tangent, op_tangent
@@ -281,7 +282,8 @@ def rule_tangent(
             ff.fail(
                 op.node,
                 f"no forward (tangent) rule for {what}",
-                "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
+                builtin_hint(op.fn)
+                or "register one: @s2sad.runtime.tangents.tangent(fn, argnum=i) on "
                 "def jvp_fn(t, ans, *args): return <J_i t>",
                 missing=True,
             )

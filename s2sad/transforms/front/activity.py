@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.front.calls import CallInfo, builtin_hint
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
@@ -94,6 +94,8 @@ def operands(value: ast.expr) -> list[str]:
 def call_operands(value: ast.Call) -> list[str]:
     info: CallInfo = anno(value).get("call", CallInfo("unknown"))
     args = [n for a in value.args for n in _names(a)]
+    if info.kind == "unknown":  # refused when active (_check_call), keywords too
+        args += [n for k in value.keywords for n in _names(k.value)]
     if info.kind == "method":
         if info.target in INACTIVE_METHODS:
             return []
@@ -241,7 +243,9 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
     active_args = [
-        a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active
+        a.id
+        for a in [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(a, ast.Name) and a.id in act.active
     ]
     recv_active = (
         info.kind == "method"
@@ -302,6 +306,8 @@ def _missing_hint(info: CallInfo) -> str:
             "or object by its module-level name instead"
         )
     short = getattr(obj, "__name__", "fn")
+    if builtin_hint(obj) is not None:
+        return f"{builtin_hint(obj)}; or register a rule with @s2sad.adjoint({short})"
     return (
         f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
         f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "

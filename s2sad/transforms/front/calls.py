@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import const, name
+from s2sad.transforms.astutil import anno, call, const, copy_loc, name
 from s2sad.transforms.front.parse import MISSING
+
+
+#: builtins returning a one-shot iterator over their (differentiated) arguments
+MATERIALIZED = (zip, enumerate, reversed)
 
 
 @dataclass
@@ -82,6 +86,33 @@ class CallNormalizer:
                 return e
         return ast.Call(func=e.func, args=args, keywords=[])
 
+    def builtin_form(self, e: ast.Call, info: CallInfo) -> ast.expr | None:
+        """The form of a builtin call that later passes differentiate, or None.
+
+        ``dict(a=x, b=y)`` is the literal ``{"a": x, "b": y}``; ``zip(a, b)``,
+        ``enumerate(a)`` and ``reversed(a)`` become ``list(zip(a, b))``..., since a
+        later rule reading the value again (``sum``, ``sorted``, ``max``, the
+        backward sweep) would find a one-shot iterator already consumed.
+        """
+        if info.target is dict and not e.args and all(k.arg for k in e.keywords):
+            literal = ast.Dict(
+                keys=[const(k.arg) for k in e.keywords],
+                values=[k.value for k in e.keywords],
+            )
+            return copy_loc(literal, e)
+        if info.target in (list, tuple) and len(e.args) == 1:
+            inner = e.args[0]
+            if isinstance(inner, ast.Call) and self.is_static(inner.func):
+                anno(inner)["materialized"] = True  # list(zip(a, b)) already is
+        if (
+            info.kind == "rule"
+            and info.target in MATERIALIZED
+            and not anno(e).get("materialized")
+        ):
+            anno(e)["materialized"] = True
+            return copy_loc(call("list", e), e)
+        return None
+
     def classify(self, e: ast.Call) -> CallInfo:
         func = e.func
         if isinstance(func, ast.Name) and func.id in self.local_functions:
@@ -122,6 +153,27 @@ def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
     if isinstance(obj, types.FunctionType) and _has_source(obj):
         return CallInfo("user", obj)
     return CallInfo("unknown", obj)
+
+
+_ITER_HINT = "index the sequence (xs[0], xs[i]) instead of iter() and next()"
+_SET_HINT = "a set has no order, so no entry can be differentiated: keep a list"
+#: what to write instead of a builtin that has no rule, for error hints
+BUILTIN_HINTS = {
+    map: "write a for loop that appends f(v) to a list",
+    filter: "write a for loop that appends the entries kept to a list",
+    iter: _ITER_HINT,
+    next: _ITER_HINT,
+    set: _SET_HINT,
+    frozenset: _SET_HINT,
+}
+
+
+def builtin_hint(obj: Any) -> str | None:
+    """How to rewrite a call to the builtin ``obj`` that s2sad has no rule for."""
+    try:
+        return BUILTIN_HINTS.get(obj)
+    except TypeError:  # unhashable
+        return None
 
 
 def _has_source(fn: Any) -> bool:

@@ -395,6 +395,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     def expr_Call(self, e, out, hint):
         info = self.classify(e)
+        if (rewritten := self.builtin_form(e, info)) is not None:
+            return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
             e = self._bind_arguments(e, info)
         args = [self.atom(a, out) for a in e.args]
