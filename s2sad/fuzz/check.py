@@ -177,18 +177,18 @@ def compare(value, grads, args, want_value, fd) -> str:
 
 def located(exc, path: str, token: str) -> bool:
     """Whether a refusal names the generated file and a line starting with ``token``."""
-    problems = getattr(exc, "problems", None)
-    if problems:
-        fname, line = problems[0].filename, problems[0].line
-    else:
-        m = re.match(r"(.+?):(\d+):\d+: ", str(exc))
-        if not m:
-            return False
-        fname, line = m.group(1), int(m.group(2))
-    if os.path.abspath(fname) != os.path.abspath(path):
-        return False
+    places = [(p.filename, p.line) for p in getattr(exc, "problems", None) or []]
+    if not places:
+        places = [
+            (m.group(1), int(m.group(2)))
+            for m in re.finditer(r"^(.+?):(\d+):\d+: ", str(exc), re.M)
+        ]
     lines = open(path).read().splitlines()
-    return 1 <= line <= len(lines) and (not token or lines[line - 1].strip().startswith(token))
+    for fname, line in places:
+        if os.path.abspath(fname) == os.path.abspath(path) and 1 <= line <= len(lines):
+            if not token or lines[line - 1].strip().startswith(token):
+                return True
+    return False
 
 
 def run_phase(fn, path, prog, points, phase) -> Result | None:
@@ -225,7 +225,8 @@ def run_phase(fn, path, prog, points, phase) -> Result | None:
     return None
 
 
-def check(prog: Program, directory: str | None = None, timeout: float = 60.0) -> Result:
+def check(prog: Program, directory: str | None = None, timeout: float = 60.0,
+          phases: tuple = ("plain", "buffered")) -> Result:
     """Classify one program (see the module docstring)."""
     directory = directory or tempfile.mkdtemp(prefix="s2sad-fuzz-")
     try:
@@ -239,8 +240,8 @@ def check(prog: Program, directory: str | None = None, timeout: float = 60.0) ->
         return Result("invalid", "plain-numpy", "not smooth at any test point", "Kink")
     try:
         with time_limit(timeout):
-            res = run_phase(fn, path, prog, points, "plain")
-            if res is None:
+            res = run_phase(fn, path, prog, points, "plain") if "plain" in phases else None
+            if res is None and "buffered" in phases:
                 with forced_buffers():
                     res = run_phase(fn, path, prog, points, "buffered")
     except Timeout as e:

@@ -289,7 +289,7 @@ class Generator(ExprGen):
         fname, params, shs = self.rng.choice(two)
         p, q = self.fresh_name(), self.fresh_name()
         args = self.arglist(params, 1)
-        self.env.alias(args or "0")
+        self.env.alias(f"f({args})")
         self.env.vars[p], self.env.vars[q] = shs
         self.env.fresh -= {p, q}
         return [f"{p}, {q} = {fname}({args})"]
@@ -416,8 +416,12 @@ def generate(seed: int, index: int = 0, refuse_rate: float = 0.08) -> Program:
     prog = Program("", shapes, seed=seed, index=index)
     if rng.random() < refuse_rate:
         prog.token, snippet = rng.choice(REFUSED)
-        tops = [i for i, ln in enumerate(lines) if i > 0 and not ln.startswith("     ")]
-        at = rng.choice(tops)
+        tops = [
+            i
+            for i, ln in enumerate(lines)
+            if i > 0 and not ln.startswith(("     ", "    elif", "    else"))
+        ]
+        at = 1 if prog.token.startswith("x") else rng.choice(tops)  # x still the argument
         lines[at:at] = ["    " + s for s in snippet]
         prog.expected = "refused"
     parts.append(lines)
