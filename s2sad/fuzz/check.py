@@ -55,7 +55,7 @@ class Result:
         return (self.cls, phase, self.exc)
 
 
-class Timeout(Exception):
+class Timeout(BaseException):  # not caught by the programs' own handlers
     pass
 
 
@@ -229,14 +229,19 @@ def check(prog: Program, directory: str | None = None, timeout: float = 60.0,
           phases: tuple = ("plain", "buffered")) -> Result:
     """Classify one program (see the module docstring)."""
     directory = directory or tempfile.mkdtemp(prefix="s2sad-fuzz-")
+    mod = None
     try:
         compile(prog.source, "<program>", "exec")
-        mod, path = load(prog.source, directory)
-        fn = mod.target
-        points = smooth_points(prog, fn)
-    except Exception as e:  # noqa: BLE001 - the program itself is broken
+        with time_limit(timeout / 4):  # a shrunk while loop may never end
+            mod, path = load(prog.source, directory)
+            fn = mod.target
+            points = smooth_points(prog, fn)
+    except (Exception, Timeout) as e:  # noqa: BLE001 - the program itself is broken
+        if mod is not None:
+            sys.modules.pop(mod.__name__, None)
         return Result("invalid", "plain-numpy", f"{type(e).__name__}: {e}"[:500], type(e).__name__)
     if not points:
+        sys.modules.pop(mod.__name__, None)
         return Result("invalid", "plain-numpy", "not smooth at any test point", "Kink")
     try:
         with time_limit(timeout):
