@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from s2sad.fuzz import Program, check, generate, reproduction, shrink
-from s2sad.fuzz.check import forced_buffers
 
 
 def d_cos_wrong(g, ans, x):

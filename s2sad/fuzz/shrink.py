@@ -118,7 +118,9 @@ def _replace_child(ei, ci):
         parent, f, i = _exprs(t)[ei]
         node = _get(parent, f, i)
         child = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)][ci]
-        if isinstance(getattr(child, "ctx", None), ast.Store):
+        if isinstance(getattr(child, "ctx", None), ast.Store) or (
+            isinstance(child, ast.Name) and child.id in ("np", "math")
+        ):
             raise ValueError
         _set(parent, f, i, child)
     return edit
