@@ -251,6 +251,8 @@ class Generator(ModuleParts, ExprGen):
         lines = [f"{name} = []", f"for {var} in range({n}):", f"    {name}.append({item})"]
         v = self.fresh_name()
         use = r.choice(["sum", "stack", "item"])
+        if use == "stack" and (n,) + sh not in SHAPES:
+            use = "sum"
         if use == "sum":
             return lines + [self.bind(v, sh, f"sum({name})")]
         if use == "stack":
