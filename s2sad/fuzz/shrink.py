@@ -149,6 +149,8 @@ def apply(prog: Program, edit) -> Program | None:
         source = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     except (IndexError, ValueError, AttributeError, TypeError, StopIteration):
         return None
+    if prog.token and not any(ln.strip().startswith(prog.token) for ln in source.splitlines()):
+        return None  # an expected refusal keeps the construct that must be refused
     return replace(prog, source=source, shapes=shapes)
 
 
