@@ -1,0 +1,116 @@
+"""The differential fuzzer (s2sad.fuzz): a small fixed-seed run, classification, shrinking.
+
+The compiler still has known defects, so the run only prints its counts; it
+asserts that the generator produces no invalid program and that a program can
+be classified as ok, refused, wrong and crash.
+"""
+
+import collections
+import textwrap
+
+import numpy as np
+import pytest
+
+from s2sad.fuzz import Program, check, generate, reproduction, shrink
+
+
+def d_cos_wrong(g, ans, x):
+    return (g * np.sin(x),)  # sign error on purpose
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def program(body: str, **shapes) -> Program:
+    src = "import math\n\nimport numpy as np\n\n\n" + textwrap.dedent(body)
+    return Program(src, shapes or {"x": (3,)}, seed=7, index=0)
+
+
+def test_fixed_budget_has_no_invalid_program(tmp_path):
+    counts = collections.Counter()
+    for index in range(40):
+        res = check(generate(0, index), str(tmp_path))
+        counts[res.cls] += 1
+        assert res.cls != "invalid", (index, res.detail, generate(0, index).source)
+    print("fuzz counts:", dict(counts))
+    assert counts["ok"] >= 10
+
+
+def test_generation_is_deterministic():
+    assert generate(3, 5).source == generate(3, 5).source
+    assert generate(3, 5).source != generate(3, 6).source
+
+
+def test_ok_and_refused(tmp_path):
+    ok = program("def target(x):\n    return np.sum(np.tanh(x) * x)\n")
+    assert check(ok, str(tmp_path)).cls == "ok"
+    bad = program("def target(x):\n    try:\n        y = x\n    except ValueError:\n"
+                  "        y = x\n    return np.sum(y)\n")
+    bad.expected, bad.token = "refused", "try"
+    res = check(bad, str(tmp_path))
+    assert res.cls == "refused", res.detail
+
+
+def test_wrong_rule_is_classified_wrong(tmp_path, monkeypatch):
+    """A deliberately wrong adjoint for np.cos must make the fuzzer say 'wrong'."""
+    import s2sad
+    from s2sad.runtime import registry
+
+    registry.ensure_loaded()
+    monkeypatch.setitem(registry._RULES, registry.key_of(np.cos), registry._RULES[registry.key_of(np.cos)])
+    monkeypatch.setattr(registry, "_FINGERPRINT", [])
+    s2sad.adjoint(np.cos)(d_cos_wrong)
+    res = check(program("def target(x):\n    return np.sum(np.cos(x))\n"), str(tmp_path))
+    assert res.cls == "wrong", res.detail
+
+
+def test_crash_is_classified_crash(tmp_path, monkeypatch):
+    import s2sad
+    from s2sad.runtime import registry
+
+    registry.ensure_loaded()
+    monkeypatch.setitem(registry._RULES, registry.key_of(np.sin), registry._RULES[registry.key_of(np.sin)])
+    monkeypatch.setattr(registry, "_FINGERPRINT", [])
+
+    def broken(g, ans, x):
+        raise KeyError("broken rule")
+
+    s2sad.adjoint(np.sin)(broken)
+    res = check(program("def target(x):\n    return np.sum(np.sin(x) * x)\n"), str(tmp_path))
+    assert (res.cls, res.exc) == ("crash", "KeyError"), res.detail
+
+
+def test_shrinker_keeps_the_failure_and_removes_the_rest(tmp_path, monkeypatch):
+    import s2sad
+    from s2sad.runtime import registry
+
+    registry.ensure_loaded()
+    monkeypatch.setitem(registry._RULES, registry.key_of(np.cos), registry._RULES[registry.key_of(np.cos)])
+    monkeypatch.setattr(registry, "_FINGERPRINT", [])
+    s2sad.adjoint(np.cos)(d_cos_wrong)
+    prog = program(
+        """\
+        def helper(a):
+            return np.tanh(a) * 2.0
+
+        def target(x, w):
+            v1 = helper(x) + np.sin(x)
+            v2 = np.exp(np.tanh(x)) * 0.5
+            v3 = np.cos(x * 1.5) + v2
+            if np.sum(w) > 100.0:
+                v1 = v1 * 2.0
+            return np.sum(v1) + np.sum(v3) + np.sum(w * w)
+        """,
+        x=(3,), w=(4,),
+    )
+    res = check(prog, str(tmp_path))
+    assert res.cls == "wrong"
+    small, sres, used = shrink(prog, res, max_checks=150, directory=str(tmp_path))
+    assert sres.key() == res.key()
+    assert "np.cos" in small.source and "helper" not in small.source
+    assert len(small.source) < len(prog.source) / 2, small.source
+    script = reproduction(small, sres)
+    compile(script, "repro.py", "exec")
+    assert "ARGS = [" in script
