@@ -208,3 +208,14 @@ def test_forward_mode_selects_the_finite_tangent():
     with np.errstate(divide="ignore", invalid="ignore"):
         _, t = s2sad.jvp(where_sqrt)(np.array([0.0, 4.0]), np.array([1.0, 1.0]))
     assert t == 0.25
+
+
+def test_hessian_vector_product_through_the_masked_forms():
+    # forward over reverse differentiates the emitted masked forms like any code
+    x, v = np.array([-1.0, 0.5, 4.0]), np.ones(3)
+    with np.errstate(invalid="ignore"):
+        hv = s2sad.hvp(where_sqrt)(x, v)
+    np.testing.assert_allclose(hv, [0.0, -0.25 * 0.5**-1.5, -0.25 * 4.0**-1.5])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hv = s2sad.hvp(where_xlogx)(np.array([0.0, 2.0]), np.ones(2))
+    np.testing.assert_allclose(hv, [0.0, 0.5])
