@@ -27,7 +27,7 @@ from s2sad.binding import (
     type_signature,
 )
 from s2sad.errors import NonScalarOutputError
-from s2sad.options import Options
+from s2sad.options import Options, debug_nans_from_env
 from s2sad.runtime.workspace import shape_key
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
@@ -76,13 +76,14 @@ class GradientFunction(CompiledModule):
         argnums: int | tuple[int, ...],
         with_value: bool,
         optimize: bool = True,
+        debug_nans: bool = False,
     ):
         if not callable(fun):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
         self.argnums = argnums
         self.with_value = with_value
-        self.options = Options(optimize=optimize)
+        self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -234,7 +235,11 @@ def _derivative_rule(fun: Any) -> Callable[..., Callable] | None:
 
 
 def _differentiate(
-    fun: Callable, argnums: int | tuple[int, ...], with_value: bool, optimize: bool
+    fun: Callable,
+    argnums: int | tuple[int, ...],
+    with_value: bool,
+    optimize: bool,
+    debug_nans: bool | None = None,
 ) -> Callable:
     """What ``grad(fun)`` / ``value_and_grad(fun)`` returns."""
     if isinstance(fun, (int, tuple)):
@@ -255,7 +260,9 @@ def _differentiate(
             "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "
             "s2sad.hessian(f) or s2sad.grad(s2sad.grad(f))"
         )
-    return GradientFunction(fun, argnums, with_value, optimize)
+    if debug_nans is None:
+        debug_nans = debug_nans_from_env()
+    return GradientFunction(fun, argnums, with_value, optimize, debug_nans)
 
 
 # ---------------------------------------------------------------- public decorators
@@ -266,6 +273,7 @@ def grad(
     argnums: int | tuple[int, ...] = 0,
     *,
     optimize: bool = True,
+    debug_nans: bool | None = None,
 ) -> Any:
     """Gradient of a scalar function with respect to ``argnums`` (default 0).
 
@@ -279,10 +287,16 @@ def grad(
     itself be a ``grad`` function with a scalar gradient: ``grad(grad(f))`` is
     the second derivative (forward over reverse).  ``optimize=False`` emits the
     plain form: no buffers and no dead-code removal.
+
+    ``debug_nans=True`` checks each cotangent after its backward block and raises
+    :class:`~s2sad.errors.NonFiniteCotangentError` at the first NaN or inf,
+    naming the source line and the operand; the default (None) reads the
+    environment variable ``S2SAD_DEBUG_NANS`` (``1`` switches it on) when
+    ``grad`` is called.  Off, the emitted code has no checks at all.
     """
     if fun is None:
-        return lambda f: _differentiate(f, argnums, False, optimize)
-    return _differentiate(fun, argnums, False, optimize)
+        return lambda f: _differentiate(f, argnums, False, optimize, debug_nans)
+    return _differentiate(fun, argnums, False, optimize, debug_nans)
 
 
 def value_and_grad(
@@ -290,8 +304,9 @@ def value_and_grad(
     argnums: int | tuple[int, ...] = 0,
     *,
     optimize: bool = True,
+    debug_nans: bool | None = None,
 ) -> Any:
     """Like :func:`grad`, but the function returns ``(value, gradient)``."""
     if fun is None:
-        return lambda f: _differentiate(f, argnums, True, optimize)
-    return _differentiate(fun, argnums, True, optimize)
+        return lambda f: _differentiate(f, argnums, True, optimize, debug_nans)
+    return _differentiate(fun, argnums, True, optimize, debug_nans)

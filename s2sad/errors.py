@@ -108,3 +108,34 @@ class ArgnumsError(S2SADError, IndexError):
 
 class MissingDependencyError(S2SADError, ImportError):
     """A package s2sad needs for this step is not installed."""
+
+
+class NonFiniteCotangentError(S2SADError, FloatingPointError):
+    """``debug_nans``: a cotangent became NaN or infinite in the backward sweep.
+
+    Raised at the first backward block whose result is not finite, naming the
+    user's file, line and source line the block differentiates, and the operand
+    whose cotangent went bad::
+
+        model.py:12: the cotangent of 'a' is not finite: inf at index (0,) (1 of 3
+        entries non-finite), in the gradient of:
+            h = np.log(a)
+    """
+
+    def __init__(
+        self, filename: str, line: int, source_line: str, operand: str, what: str
+    ):
+        import re
+
+        self.filename, self.line = filename, line
+        self.source_line, self.operand = source_line, operand
+        label = repr(operand)
+        if operand not in re.findall(r"[A-Za-z_]\w*", source_line):
+            label += " (an intermediate value of this line)"
+        super().__init__(
+            f"{filename}:{line}: the cotangent of {label} is not finite: {what}, "
+            f"in the gradient of:\n    {source_line}\n"
+            "hint: the derivative of this line is infinite or undefined at these "
+            "values (log or division at 0, sqrt at 0, overflow...), or a NaN came "
+            "from the forward values it reads"
+        )

@@ -40,12 +40,16 @@ class Options:
     #: what this call's code does with buffers (BUFFERED, PLAIN or SCALAR), decided
     #: by :meth:`for_call`; AUTO until then
     buffers: str = AUTO
+    #: check every cotangent after each backward block and raise
+    #: ``NonFiniteCotangentError`` at the first NaN or inf (``S2SAD_DEBUG_NANS=1``)
+    debug_nans: bool = False
 
     def key(self) -> str:
         decided = "" if self.buffers == AUTO else f",buffers={self.buffers}"
+        nans = ",debug_nans=1" if self.debug_nans else ""  # off: keys as before
         return (
             f"opt={int(self.optimize)},standalone={int(self.standalone)},"
-            f"ws={int(self.workspace and self.optimize)}{decided}"
+            f"ws={int(self.workspace and self.optimize)}{decided}{nans}"
         )
 
     def for_call(self, values: Sequence[Any]) -> Options:
@@ -65,6 +69,14 @@ class Options:
         from s2sad.runtime.workspace import worthwhile  # reads SMALL_BYTES now
 
         return BUFFERED if worthwhile(list(values)) else PLAIN
+
+
+def debug_nans_from_env() -> bool:
+    """Whether ``S2SAD_DEBUG_NANS`` asks for ``debug_nans`` (set, and not 0/false/no)."""
+    import os
+
+    value = os.environ.get("S2SAD_DEBUG_NANS", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def has_array(v: Any) -> bool:

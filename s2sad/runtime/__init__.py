@@ -20,6 +20,7 @@ RULE_MODULES = (
     "indexing",
     "joining",
     "linalg",
+    "masked",
     "nn",
     "pyfuncs",
     "reductions",

@@ -12,6 +12,13 @@ argument is not differentiable).  A shorter tuple is padded with ``None``.
 ``broadcasts=True`` asks the compiler to undo NumPy broadcasting on every
 cotangent (``support.unbroadcast``), so rules for binary ufuncs stay one line.
 
+*Masks*: a rule registered with :func:`masking` (``where``, ``maximum``,
+``clip``...) sends exact zeros to the operands it did not select.  A rule whose
+derivative factor can be infinite (``sqrt`` at 0) would turn those zeros into
+``0 * inf = nan``; its :func:`masked_adjoint` form keeps them zero, and the
+compiler uses that form where the cotangent may come from a mask
+(``np.where(x > 0, np.sqrt(x), 0.0)`` has gradient 0, not nan, at ``x = 0``).
+
 Rules for array *methods* (``x.sum(axis=1)``) reuse the function rule: the
 method table maps a method name to the function whose rule applies with the
 receiver as first argument (``method_alias("sum", np.sum)``).
@@ -45,6 +52,8 @@ class Rule:
 
 _RULES: dict[Any, Rule] = {}
 _PARTIAL: dict[tuple[Any, int], Rule] = {}
+_MASKED: dict[Any, Rule] = {}  # forms that keep a zero cotangent exactly zero
+_MASKING: set[Any] = set()  # primals whose rule sends exact zeros (a mask)
 _FINGERPRINT: list[str] = []  # cached; emptied whenever the registry changes
 
 
@@ -111,6 +120,53 @@ def lookup_partial(fn: Any, argnum: int) -> Rule | None:
         return _PARTIAL.get((key_of(fn), argnum))
     except TypeError:
         return None
+
+
+def masked_adjoint(*primals: Any, broadcasts: bool = False) -> Callable:
+    """Register the decorated function as the *masked form* of ``primals``' rule.
+
+    It must agree with the rule wherever ``g != 0`` and return exact zeros where
+    ``g == 0``, even where the rule's derivative factor is infinite or NaN
+    (``0.5 * g / np.where(g == 0, 1.0, ans)`` for ``sqrt``).  The compiler uses
+    it, instead of the rule, for a cotangent that may come from a mask.
+    """
+
+    def register(rule_fn: Callable) -> Callable:
+        _changed()
+        for primal in primals:
+            _user_entry("masked", primal, rule_fn, f"{broadcasts}")
+            _MASKED[key_of(primal)] = Rule(
+                primal, rule_fn, broadcasts, display_name(primal)
+            )
+        return rule_fn
+
+    return register
+
+
+def masking(*primals: Any) -> None:
+    """Declare that the rules of ``primals`` send exact zeros to unselected operands."""
+    _changed()
+    for primal in primals:
+        _user_entry("masking", primal)
+        _MASKING.add(key_of(primal))
+
+
+def lookup_masked(fn: Any) -> Rule | None:
+    """The masked form of ``fn``'s rule (see :func:`masked_adjoint`), or None."""
+    ensure_loaded()
+    try:
+        return _MASKED.get(key_of(fn))
+    except TypeError:
+        return None
+
+
+def is_masking(fn: Any) -> bool:
+    """Whether ``fn``'s rule sends exact zeros to the operands it did not select."""
+    ensure_loaded()
+    try:
+        return key_of(fn) in _MASKING
+    except TypeError:
+        return False
 
 
 def nondifferentiable(*primals: Any) -> None:

@@ -33,6 +33,7 @@ HELPERS = (
     "pad",
     "take_rows",
     "zeros",
+    "check_finite",
     "NO_WORKSPACE",
 )
 #: helpers of s2sad.runtime.tangents that forward-mode code may call

@@ -32,6 +32,7 @@ from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import aliasing as aliasing_pass
 from s2sad.transforms.lattice import NONE, SET
 from s2sad.transforms.reverse import cleanup as cleanup_pass
+from s2sad.transforms.reverse import masks
 from s2sad.transforms.reverse.statements import FunctionReverser
 from s2sad.transforms.reverse.tape import FunctionCompiler
 
@@ -58,6 +59,7 @@ def differentiate(job, module) -> None:
         module_locals={**job.parsed.local_functions, **norm.local_functions},
     )
     rv = FunctionReverser(fc, job.act)
+    rv.masked = masks.masked_names(job.node)
     ret = job.node.body[-1].value
     if isinstance(ret, ast.Name) and ret.id not in job.params:
         rv.gnames[ret.id] = "g_out"  # the seed parameter is the output's cotangent

@@ -11,6 +11,12 @@ there yet::
 When only one operand needs a cotangent and the rule has a partial form
 (``x @ W`` with ``x`` constant), only that one is computed.  The rule function
 is annotated on the name that calls it (see ``ModuleBuilder.rule_ref``).
+
+A cotangent that may come from a mask (``masked``, see :mod:`masks`) gets the
+rule's masked form where it has one, which keeps exact zeros zero::
+
+    # grad of: h = np.sqrt(x)       (h selected by np.where)
+    g_x = 0.5 * g_h / np.where(g_h == 0, 1.0, h)
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ class RuleCalls:
     """The rule-application half of :class:`FunctionReverser` (a mixin: it uses
     the reverser's ``state``, ``g``, ``accumulate``, ``helper`` and ``fc``)."""
 
+    #: names whose cotangent may come from a mask (set by the reverse pass)
+    masked: frozenset[str] | set[str] = frozenset()
+
     def apply_rule(self, fn, x: str, args: list[ast.expr], kwargs, out, node) -> None:
         wanted = [i for i, a in enumerate(args) if self.needs(a)]
         if not wanted:
@@ -37,7 +46,9 @@ class RuleCalls:
                 self.fc.fail(node, f"no adjoint rule for {ast.unparse(node)}")
             return
         gx, ans = name(self.g(x)), name(x)
-        if len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
+        if x in self.masked and registry.lookup_masked(fn) is not None:
+            rule = registry.lookup_masked(fn)  # keeps a mask's zeros exactly zero
+        elif len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
             partial = registry.lookup_partial(fn, wanted[0])
             if (
                 partial is not None

@@ -25,7 +25,7 @@ import operator
 
 
 from s2sad.runtime import registry
-from s2sad.transforms.reverse import control
+from s2sad.transforms.reverse import control, nancheck
 from s2sad.transforms.reverse.rules import RuleCalls
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
@@ -139,6 +139,8 @@ class FunctionReverser(RuleCalls):
                 }
                 if not block:
                     continue
+                if not isinstance(s, (ast.If, ast.For, ast.While)):
+                    block = nancheck.checked(self, s, block)  # debug_nans only
                 origin = anno(s).get("origin")
                 if (
                     origin is not None
