@@ -100,3 +100,11 @@ class NonScalarOutputError(S2SADError, TypeError):
 
 class RuleError(S2SADError):
     """A rule was registered or used incorrectly."""
+
+
+class GlobalsChangedError(S2SADError):
+    """A global that emitted code was specialised on was rebound since it was compiled.
+
+    ``s2sad.grad`` (and the other transforms) catch it and compile again; a module
+    written by ``s2sad compile`` raises it to say the file must be regenerated.
+    """

@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
               -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
-              -> connect -> emit                                  (per module)
+              -> connect -> guards -> emit                        (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
               -> forward -> cleanup -> assemble                   (per function)
               -> imports -> emit                                  (per module)
@@ -29,7 +29,7 @@ from typing import Any
 
 from s2sad.errors import S2SADError
 from s2sad.options import Options
-from s2sad.transforms import comments, emit
+from s2sad.transforms import comments, emit, guards
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
@@ -67,6 +67,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [
     ("connect", buffers.connect_pass, (REVERSE,)),
     ("imports", forward.rename_clashing_imports, (FORWARD,)),
+    ("guards", guards.run, BOTH),
 ]
 
 #: the names ``dump_after`` accepts

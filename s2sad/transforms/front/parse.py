@@ -35,12 +35,14 @@ class Env:
 
     def __init__(self, fn: Any = None, extra: dict[str, Any] | None = None):
         self.cells: dict[str, Any] = {}
+        self.cell_objects: dict[str, Any] = {}  # where the emitted code reads them
         self.globals: dict[str, Any] = {}
         if fn is not None:
             code = fn.__code__
             for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
                 try:
                     self.cells[name] = cell.cell_contents
+                    self.cell_objects[name] = cell
                 except ValueError:  # cell not yet filled
                     pass
             self.globals = fn.__globals__
