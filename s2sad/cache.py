@@ -107,8 +107,8 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
     if id(fn) in seen:
         return []
     seen.add(id(fn))
-    try:
-        out = [inspect.getsource(fn)]
+    try:  # the code that runs (a decorator's wrapper), not what __wrapped__ names
+        out = [inspect.getsource(getattr(fn, "__code__", fn))]
     except (OSError, TypeError):
         return []
     env = dict(fn.__globals__)

@@ -129,3 +129,53 @@ def test_a_standalone_module_refuses_a_rebound_callee(tmp_path, monkeypatch):
     monkeypatch.setattr(model, "helper", model.other_helper)
     with pytest.raises(GlobalsChangedError, match="run `s2sad compile` again"):
         fn(X)
+
+
+# ---------------------------------------------------------------- decorators
+
+
+@pytest.mark.parametrize("x", [np.array([0.5, 0.25]), np.array([1.0, 0.5])])
+def test_a_functools_wraps_decorator_is_differentiated_not_dropped(x):
+    for fn in (model.clipped_energy, model.calls_clipped):
+        value, grad = s2sad.value_and_grad(fn)(x)
+        assert value == fn(x)
+        np.testing.assert_allclose(grad, fd(fn, x), atol=1e-7)
+
+
+def test_a_decorator_without_functools_wraps_is_differentiated():
+    x = np.array([1.0, 0.5])
+    for fn in (model.tenfold, model.calls_tenfold):
+        value, grad = s2sad.value_and_grad(fn)(x)
+        assert value == fn(x)
+        np.testing.assert_allclose(grad, fd(fn, x), rtol=1e-6)
+    np.testing.assert_allclose(s2sad.grad(model.tenfold)(x), 20.0 * x)
+
+
+def test_a_wrapper_with_star_args_is_refused_where_it_is_written():
+    with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="calltime_model.py"):
+        s2sad.grad(model.clipped_star_energy)(np.array([1.0, 0.5]))
+
+
+def test_the_cache_key_follows_the_wrapper_not_the_wrapped_function():
+    from s2sad import cache
+
+    sources = cache.callee_sources(model.clipped_energy)
+    assert "np.minimum(fn(x), 1.25)" in sources[0]
+    assert any("x[0] + 2.0 * x[1] ** 2" in s for s in sources[1:])
+
+
+# ---------------------------------------------------------------- NumPy by another name
+
+
+@pytest.mark.parametrize(
+    "fn", [model.via_np_alias, model.via_xp_global, model.via_local_alias]
+)
+def test_numpy_under_another_name_resolves_to_its_rules(fn):
+    np.testing.assert_allclose(s2sad.grad(fn)(X), np.exp(X))
+    value, tangent = s2sad.jvp(fn)(X, np.ones(3))
+    np.testing.assert_allclose(tangent, np.sum(np.exp(X)))
+
+
+def test_numpy_passed_as_an_argument_is_refused_where_it_is_called():
+    with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="mod.exp"):
+        s2sad.grad(model.via_module_argument)(X, np)
