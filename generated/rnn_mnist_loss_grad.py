@@ -2,15 +2,29 @@
 # Do not edit: regenerate with s2sad.
 import s2sad.runtime.nn as nn
 import numpy as np
-from s2sad.runtime.support import NO_WORKSPACE, accumulate, finalize, unbroadcast, zeros
+import rnn_mnist
+from s2sad.runtime.support import (
+    NO_WORKSPACE,
+    accumulate,
+    finalize,
+    globals_changed,
+    unbroadcast,
+    zeros,
+)
 from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from rnn_mnist import CHUNK
-from rnn_mnist import STEPS
+from rnn_mnist import logits
 
 
 def loss_value_and_grad(params, x, y, g_out=1.0, ws=NO_WORKSPACE):
+    # compiled for these globals: a rebound one makes s2sad compile again
+    if (
+        rnn_mnist.logits is not logits
+        or rnn_mnist.nn is not nn
+        or rnn_mnist.np is not np
+    ):
+        globals_changed("rnn_mnist.logits, rnn_mnist.nn, rnn_mnist.np")
     logits_1, saved_logits = logits_forward(params, x, ws=ws)
     out = nn.softmax_cross_entropy(logits_1, y)
     # grad of: return nn.softmax_cross_entropy(logits(params, x), y)
@@ -37,32 +51,32 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     items = (shape_item, shape_1_item)
     dtype = x.dtype
     h = zeros(items, dtype=dtype, out=ws.take("h"))
-    r = range(STEPS)
+    r = range(rnn_mnist.STEPS)
     for t in r:
-        mul = t * CHUNK
+        mul = t * rnn_mnist.CHUNK
         add = t + 1
-        mul_1 = add * CHUNK
+        mul_1 = add * rnn_mnist.CHUNK
         tape.append(xt)
         xt = x[:, mul:mul_1]
         tape.append(params_item_1)
         params_item_1 = params["Wx"]
         tape.append(matmul)
-        matmul = np.matmul(xt, params_item_1, out=ws.take("matmul"))
+        matmul = xt @ params_item_1
         tape.append(params_item_2)
         params_item_2 = params["Wh"]
         tape.append(matmul_1)
-        matmul_1 = np.matmul(h, params_item_2, out=ws.take("matmul_1"))
+        matmul_1 = h @ params_item_2
         tape.append(add_1)
-        add_1 = np.add(matmul, matmul_1, out=ws.take("add_1"))
+        add_1 = matmul + matmul_1
         tape.append(params_item_3)
         params_item_3 = params["bh"]
-        add_2 = np.add(add_1, params_item_3, out=ws.take("add_2"))
+        add_2 = add_1 + params_item_3
         tape.append(h)
-        h = np.tanh(add_2, out=ws.take("h.2"))
+        h = np.tanh(add_2)
     params_item_4 = params["Wo"]
-    matmul_2 = np.matmul(h, params_item_4, out=ws.take("matmul_2"))
+    matmul_2 = h @ params_item_4
     params_item_5 = params["bo"]
-    out = np.add(matmul_2, params_item_5, out=ws.take("out"))
+    out = matmul_2 + params_item_5
     return (
         out,
         (

@@ -26,7 +26,7 @@ from s2sad.binding import (
     check_differentiable,
     type_signature,
 )
-from s2sad.errors import NonScalarOutputError
+from s2sad.errors import GlobalsChangedError, NonScalarOutputError
 from s2sad.options import Options, debug_nans_from_env
 from s2sad.runtime.workspace import shape_key
 
@@ -100,14 +100,14 @@ class GradientFunction(CompiledModule):
     def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
         return self._call.bind(args, kwargs)
 
-    def _module(self, values: list[Any]) -> tuple:
+    def _module(self, values: list[Any], fresh: bool = False) -> tuple:
         """``(function, path, source, pool)`` for arguments like ``values``: loaded
-        from the cache, or compiled on a miss."""
+        from the cache, or compiled on a miss (always compiled when ``fresh``)."""
         sig = type_signature(values)
-        entry = self._compiled.get(sig)
+        entry = None if fresh else self._compiled.get(sig)
         if entry is None:
             with self._lock:
-                entry = self._compiled.get(sig)
+                entry = None if fresh else self._compiled.get(sig)
                 if entry is None:
                     argnums = self._argnums
                     options = self.options.for_call(values)  # buffers decided here
@@ -121,7 +121,7 @@ class GradientFunction(CompiledModule):
                         )
 
                     module, path, source = cache.load(
-                        self.fun, argnums, options, sig, compile_source
+                        self.fun, argnums, options, sig, compile_source, fresh
                     )
                     fn = cache.entry_function(module)
                     pool = None
@@ -154,11 +154,7 @@ class GradientFunction(CompiledModule):
             ):
                 # the slow path: pytrees, errors
                 check_differentiable(v, self._call.names[i], i)
-        fn, _, _, pool = self._module(values)
-        if pool is None:
-            value, grads = fn(*values)
-        else:
-            value, grads = self._with_workspace(pool, values, out)
+        value, grads = self._run(values, out)
         if not (type(value) is float or np.size(value) == 1) or isinstance(
             value, (tuple, list, dict)
         ):
@@ -174,6 +170,23 @@ class GradientFunction(CompiledModule):
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
         return (value, grads) if self.with_value else grads
+
+    def _run(self, values: list, out: Any) -> tuple:
+        """The emitted function's ``(value, grads)``; compiled again when a global it
+        was specialised on has been rebound (its first statement checks them)."""
+        for attempt in range(3):
+            # 0: the code in memory; 1: the cache's code for the current globals;
+            # 2: compiled afresh (the cache key could not tell the globals apart)
+            fn, _, _, pool = self._module(values, fresh=attempt == 2)
+            try:
+                if pool is None:
+                    return fn(*values)
+                return self._with_workspace(pool, values, out)
+            except GlobalsChangedError:
+                if attempt == 2:
+                    raise
+                self._compiled.pop(type_signature(values), None)
+        raise AssertionError("unreachable")
 
     def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
         """Run the emitted function with preallocated buffers for these shapes.

@@ -115,8 +115,8 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
     if id(fn) in seen:
         return []
     seen.add(id(fn))
-    try:
-        out = [inspect.getsource(fn)]
+    try:  # the code that runs (a decorator's wrapper), not what __wrapped__ names
+        out = [inspect.getsource(getattr(fn, "__code__", fn))]
     except (OSError, TypeError):
         return []
     env = dict(fn.__globals__)
@@ -129,6 +129,9 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
         obj = env.get(name)
         if isinstance(obj, types.MethodType):
             obj = obj.__func__
+        identity = _identity(obj)
+        if identity:  # what the code was specialised on (data is read when it runs)
+            out.append(f"{name}={identity}")
         if isinstance(obj, types.FunctionType) and not _library(obj):
             out += callee_sources(obj, seen)
         elif (
@@ -143,6 +146,20 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
                     if isinstance(member, types.FunctionType):
                         out += callee_sources(member, seen)
     return out
+
+
+def _identity(obj: Any) -> str:
+    """Which module, class or function a global names, for the cache key ("" for data:
+    emitted code reads data when it runs, and guards the rest)."""
+    if isinstance(obj, types.ModuleType):
+        return f"module {obj.__name__}"
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)) or (
+        callable(obj) and hasattr(obj, "__qualname__")
+    ):
+        return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+    if callable(obj):
+        return f"instance of {type(obj).__module__}.{type(obj).__qualname__}"
+    return ""
 
 
 def _code_names(code: types.CodeType) -> set[str]:
@@ -250,8 +267,9 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
             break
     else:
         return {}
-    cells = {}
+    cells, cell_objects = {}, {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        cell_objects[name] = cell
         try:
             cells[name] = cell.cell_contents
         except ValueError:
@@ -262,6 +280,9 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
             return None
         if origin[0] == "closure" and origin[1] in cells:
             out[alias] = cells[origin[1]]
+            continue
+        if origin[0] == "cell" and origin[1] in cell_objects:
+            out[alias] = cell_objects[origin[1]]  # read when the code runs
             continue
         if origin[0] == "module":
             mod = sys.modules.get(origin[1])
@@ -310,10 +331,12 @@ def load(
     options,
     type_sig: str,
     compile_source: Callable[[], tuple[str, dict]],
+    fresh: bool = False,
 ):
-    """(module, path, source) of ``fn``'s gradient, cached or freshly compiled."""
+    """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
+    (``fresh``: compiled, the file in the cache replaced)."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
-    source = read_verified(path)
+    source = None if fresh else read_verified(path)
     if source is not None:
         bindings = resolve_bindings(source, fn)
         if bindings is not None:

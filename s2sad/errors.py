@@ -139,3 +139,11 @@ class NonFiniteCotangentError(S2SADError, FloatingPointError):
             "values (log or division at 0, sqrt at 0, overflow...), or a NaN came "
             "from the forward values it reads"
         )
+
+
+class GlobalsChangedError(S2SADError):
+    """A global that emitted code was specialised on was rebound since it was compiled.
+
+    ``s2sad.grad`` (and the other transforms) catch it and compile again; a module
+    written by ``s2sad compile`` raises it to say the file must be regenerated.
+    """

@@ -265,7 +265,10 @@ def emit(target: Target, after: str | None = None) -> str:
     ]
     if bound:
         names = ", ".join(
-            f"{n} ({_kind(origin)})" for n, origin in sorted(bound[0].items())
+            sorted(
+                f"{origin[1] if origin and origin[0] == 'cell' else n} ({_kind(origin)})"
+                for n, origin in bound[0].items()
+            )
         )
         raise UserError(
             f"{_location(target.fun)}: the gradient of {target.fun.__name__} uses "
@@ -277,7 +280,7 @@ def emit(target: Target, after: str | None = None) -> str:
 
 
 def _kind(origin: list | None) -> str:
-    if origin and origin[0] == "closure":
+    if origin and origin[0] in ("closure", "cell"):
         return "a closure variable"
     if origin and origin[0] == "module":
         return f"a global of {origin[1]}"

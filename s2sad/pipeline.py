@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
               -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
-              -> connect -> emit                                  (per module)
+              -> connect -> guards -> emit                        (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
               -> forward -> cleanup -> assemble                   (per function)
               -> imports -> emit                                  (per module)
@@ -29,7 +29,7 @@ from typing import Any
 
 from s2sad.errors import ArgnumsError, S2SADError
 from s2sad.options import Options
-from s2sad.transforms import comments, emit
+from s2sad.transforms import comments, emit, guards
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
@@ -67,6 +67,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [
     ("connect", buffers.connect_pass, (REVERSE,)),
     ("imports", forward.rename_clashing_imports, (FORWARD,)),
+    ("guards", guards.run, BOTH),
 ]
 
 #: the names ``dump_after`` accepts
@@ -124,8 +125,12 @@ def compile_function(
 
 def _check_argnums(parsed: parse.ParsedFunction, argnums) -> None:
     a = parsed.node.args
+    if a.vararg or a.kwarg:
+        return  # validate refuses *args and **kwargs at their place in the source
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     bad = [i for i in argnums if not 0 <= i < len(params)]
+    if bad and not params:
+        raise ArgnumsError(f"{parsed.source.qualname}() takes no arguments")
     if bad:
         raise ArgnumsError(
             f"argnums={bad[0]} but {parsed.source.qualname}({', '.join(params)}) "

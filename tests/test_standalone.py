@@ -133,7 +133,8 @@ def test_emitted_module_runs_with_the_compiler_blocked(tmp_path):
     value, g_x, g_b, loaded = json.loads(proc.stdout)
     assert not [m for m in loaded if m.startswith(COMPILER)]
     assert all(
-        m in ("s2sad", "s2sad._version") or m.startswith("s2sad.runtime")
+        m in ("s2sad", "s2sad._version", "s2sad.errors")
+        or m.startswith("s2sad.runtime")
         for m in loaded
     )
     loss = model_loss(tmp_path / "plain_model.py")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.errors import GlobalsChangedError
 from s2sad.runtime.workspace import NO_WORKSPACE
 
 __all__ = [
@@ -35,7 +36,19 @@ __all__ = [
     "zeros",
     "check_finite",
     "NO_WORKSPACE",
+    "globals_changed",
 ]
+
+
+def globals_changed(names: str) -> None:
+    """Raised by an emitted function's first statement when one of the globals it
+    was compiled for (a callee, a module, a class, a NumPy function) is rebound."""
+    raise GlobalsChangedError(
+        f"{names} no longer refer to the objects this gradient code was "
+        "compiled for, so it cannot run. s2sad.grad and the other transforms "
+        "compile again by themselves; for a module written by `s2sad compile`, run "
+        "`s2sad compile` again (or rebind the names to what they were)."
+    )
 
 
 def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:

@@ -156,7 +156,7 @@ def _rename_helpers(module, tree: ast.Module) -> None:
 
 def source_hash(fn: Any) -> str:
     try:
-        src = inspect.getsource(fn)
+        src = inspect.getsource(getattr(fn, "__code__", fn))
     except (OSError, TypeError):
         src = repr(fn)
     return hashlib.sha256(src.encode()).hexdigest()[:8]

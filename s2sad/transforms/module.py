@@ -35,6 +35,7 @@ HELPERS = (
     "zeros",
     "check_finite",
     "NO_WORKSPACE",
+    "globals_changed",
 )
 #: helpers of s2sad.runtime.tangents that forward-mode code may call
 TANGENT_HELPERS = (
@@ -107,6 +108,9 @@ class ModuleBuilder:
     functions: list[ast.stmt] = field(default_factory=list)
     bindings: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, list | None] = field(default_factory=dict)
+    #: specialised globals: where the code reads one now (``model.helper``) -> the
+    #: binding it was compiled for; the entry function checks them first (guards pass)
+    guards: dict[str, str] = field(default_factory=dict)
     rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     helpers_used: set[str] = field(default_factory=set)
     comments: list[str] = field(default_factory=list)
@@ -213,13 +217,15 @@ class ModuleBuilder:
             list(self.queue),
             dict(self.bindings),
             dict(self.origins),
+            dict(self.guards),
             dict(self.rule_imports),
             set(self.helpers_used),
         )
 
     def restore(self, snap: tuple) -> None:
-        used, n_comments, jobs, queue, bindings, origins, imports, helpers = snap
+        used, n_comments, jobs, queue, bindings, origins, guards, imports, helpers = snap
         self.namer.used = used
+        self.guards = guards
         del self.comments[n_comments:]
         self.jobs, self.queue = jobs, queue
         self.bindings, self.origins = bindings, origins

@@ -1,5 +1,7 @@
 """bind (front/prepare.py): every global a function reads gets a module-level binding."""
 
+import sys
+
 import numpy as np
 
 from s2sad import pipeline
@@ -17,25 +19,26 @@ def reads_a_clashing_global(x):
     return np.sum(x * tape)
 
 
-def test_bind_keeps_a_free_global_name():
+MOD = __name__.rsplit(".", 1)[-1]  # this module, as the emitted code imports it
+
+
+def test_bind_reads_a_data_global_through_its_module_when_the_code_runs():
     assert after("bind", reads_globals) == code("""
         # reads_globals_value_and_grad
         def reads_globals(x):
-            mul = x * SCALE
+            mul = x * MOD.SCALE
             out = np.sum(mul)
             return out
-    """)
+    """).replace("MOD", MOD)
     _, bindings = pipeline.compile_function(reads_globals, (0,))
-    assert bindings == {"SCALE": 1.5, "np": np}
+    assert bindings == {MOD: sys.modules[__name__], "np": np}
 
 
-def test_bind_renames_a_global_that_clashes_with_a_generated_name():
+def test_bind_reads_a_global_named_like_a_generated_name_through_its_module():
     assert after("bind", reads_a_clashing_global) == code("""
         # reads_a_clashing_global_value_and_grad
         def reads_a_clashing_global(x):
-            mul = x * tape_1
+            mul = x * MOD.tape
             out = np.sum(mul)
             return out
-    """)
-    _, bindings = pipeline.compile_function(reads_a_clashing_global, (0,))
-    assert bindings["tape_1"] == 3.0 and "tape" not in bindings
+    """).replace("MOD", MOD)

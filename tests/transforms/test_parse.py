@@ -26,6 +26,15 @@ def decorated(w, x):
     return np.sum(w * x)
 
 
+def registered(fn):  # a decorator that returns the function itself
+    return fn
+
+
+@registered
+def plain_decorated(w, x):
+    return np.sum(w * x)
+
+
 class Holder:
     def method_like(self, x):
         y = x * SCALE
@@ -36,16 +45,25 @@ square = lambda v: v * v
 
 
 def test_parse_drops_decorators_and_keeps_the_body():
-    p = parse.parse_function(decorated)
+    p = parse.parse_function(plain_decorated)
     assert ast.unparse(p.node) + "\n" == code("""
-        def decorated(w, x):
+        def plain_decorated(w, x):
             return np.sum(w * x)
     """)
 
 
-def test_parse_line_numbers_point_into_the_users_file():
+def test_parse_reads_the_wrapper_a_decorator_returns_not_what_it_wraps():
+    # the code that runs when decorated() is called (inspect would follow __wrapped__)
     p = parse.parse_function(decorated)
-    first = decorated.__wrapped__.__code__.co_firstlineno  # the '@decorator' line
+    assert ast.unparse(p.node) + "\n" == code("""
+        def wrapped(*args):
+            return fn(*args)
+    """)
+
+
+def test_parse_line_numbers_point_into_the_users_file():
+    p = parse.parse_function(plain_decorated)
+    first = plain_decorated.__code__.co_firstlineno  # the '@registered' line
     assert p.node.body[0].lineno == first + 2
     assert p.source.filename == __file__
     assert p.source.line(p.node.body[0].lineno) == "    return np.sum(w * x)"

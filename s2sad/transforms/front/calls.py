@@ -22,7 +22,6 @@ from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno, call, const, copy_loc, name
 from s2sad.transforms.front.parse import MISSING
 
-
 #: builtins returning a one-shot iterator over their (differentiated) arguments
 MATERIALIZED = (zip, enumerate, reversed)
 
@@ -112,6 +111,47 @@ class CallNormalizer:
             anno(e)["materialized"] = True
             return copy_loc(call("list", e), e)
         return None
+
+    def _module_aliases(self, node: ast.FunctionDef) -> dict[str, Any]:
+        """Locals assigned once, at the top level, a module (``xp = np``): the
+        functions reached through them resolve like ``np.exp`` itself."""
+        counts: dict[str, int] = {}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                counts[sub.id] = counts.get(sub.id, 0) + 1
+        out = {}
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and counts.get(stmt.targets[0].id) == 1
+                and stmt.targets[0].id not in self.params
+                and self.is_static(stmt.value)
+            ):
+                obj = self.resolve(stmt.value)
+                if isinstance(obj, types.ModuleType):
+                    out[stmt.targets[0].id] = obj
+        return out
+
+    def is_static(self, expr: ast.expr) -> bool:
+        """A name or attribute chain rooted at a non-local name (module, global...),
+        or at a local that holds a module (``xp = np``)."""
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and (
+            expr.id not in self.locals or expr.id in getattr(self, "module_aliases", {})
+        )
+
+    def resolve(self, expr: ast.expr) -> Any:
+        if isinstance(expr, ast.Name):
+            if expr.id in getattr(self, "module_aliases", {}):
+                return self.module_aliases[expr.id]
+            return self.env.lookup(expr.id)
+        base = self.resolve(expr.value)
+        if base is MISSING:
+            return MISSING
+        return getattr(base, expr.attr, MISSING)
 
     def classify(self, e: ast.Call) -> CallInfo:
         func = e.func

@@ -24,7 +24,6 @@ reverse pass decide from that what each call needs.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 
 from s2sad.errors import UnsupportedSyntaxError
@@ -32,7 +31,7 @@ from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
-from s2sad.transforms.front.parse import ParsedFunction, MISSING, lambda_to_def
+from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
 
 
 class Normalizer(LoopNormalizer, CallNormalizer):
@@ -59,6 +58,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             }
         )
         self.nonsimple = self._compound_stores(node.body)
+        self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
         self.depth = 0  # > 0 inside if/for/while: names bound there may be re-bound
@@ -80,20 +80,6 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     def error(self, node: ast.AST, what: str, hint: str) -> None:
         self.problems.append(self.parsed.source.problem(node, what, hint))
-
-    def is_static(self, expr: ast.expr) -> bool:
-        """A name or attribute chain rooted at a non-local name (module, global...)."""
-        while isinstance(expr, ast.Attribute):
-            expr = expr.value
-        return isinstance(expr, ast.Name) and expr.id not in self.locals
-
-    def resolve(self, expr: ast.expr) -> Any:
-        if isinstance(expr, ast.Name):
-            return self.env.lookup(expr.id)
-        base = self.resolve(expr.value)
-        if base is MISSING:
-            return MISSING
-        return getattr(base, expr.attr, MISSING)
 
     # ------------------------------------------------------------------ blocks
     def block(

@@ -35,12 +35,14 @@ class Env:
 
     def __init__(self, fn: Any = None, extra: dict[str, Any] | None = None):
         self.cells: dict[str, Any] = {}
+        self.cell_objects: dict[str, Any] = {}  # where the emitted code reads them
         self.globals: dict[str, Any] = {}
         if fn is not None:
             code = fn.__code__
             for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
                 try:
                     self.cells[name] = cell.cell_contents
+                    self.cell_objects[name] = cell
                 except ValueError:  # cell not yet filled
                     pass
             self.globals = fn.__globals__
@@ -90,7 +92,9 @@ class ParsedFunction:
 def function_source(fn: Any) -> tuple[str, int]:
     """(dedented source, first line number in its file) of a Python function."""
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # the code that runs: a decorated function's wrapper, never what its
+        # __wrapped__ points to (which inspect follows for a function object)
+        lines, first = inspect.getsourcelines(getattr(fn, "__code__", fn))
     except (OSError, TypeError) as exc:
         name = getattr(fn, "__qualname__", repr(fn))
         raise SourceUnavailableError(
@@ -158,10 +162,13 @@ def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
                 "on this line to differentiate.\nhint: give it a name with def"
             )
         return lambda_to_def(lambdas[0], "lambda_fn")
+    code = fn.__code__  # functools.wraps copies __name__: the code knows its own
     for node in ast.walk(tree):
         if (
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name == fn.__name__
+            and node.name == code.co_name
+            and min([node.lineno] + [d.lineno for d in node.decorator_list])
+            == code.co_firstlineno
         ):
             if isinstance(node, ast.AsyncFunctionDef):
                 raise UnsupportedSyntaxError(

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
+import types
 
-from s2sad.transforms.astutil import Namer, anno
+from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front import normalize as normalize_pass
 from s2sad.transforms.front import parse
@@ -50,22 +52,100 @@ def normalize(job, module) -> None:
 
 
 def bind_statics(job, module) -> None:
-    """Give every static reference's root name a module-level binding."""
-    parsed, norm = job.parsed, job.norm
+    """Give every global the function reads a module-level name, or read it at call time.
+
+    Data (numbers, arrays, other objects) is read when the emitted code runs,
+    as Python would: through the user's module (``SCALE`` -> ``model.SCALE``) or,
+    for a closure variable, its cell (``SCALE_cell.cell_contents``).  What the
+    compiler specialises on (modules, classes, functions and other callables,
+    and the root of a called name: ``obj`` in ``obj.method(x)``) is bound once
+    (``helper``, ``np``) and guarded: the entry function first checks
+    ``model.helper is helper`` (the ``guards`` module pass), and a rebound name
+    makes s2sad compile again instead of running stale code.
+    """
+    roots = set()
     for sub in ast.walk(job.node):
-        if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
-            continue
+        if isinstance(sub, ast.Call):
+            root = sub.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            roots.add(id(root))
+    _Binder(job, module, roots).visit(job.node)
+
+
+def specialised(obj) -> bool:
+    """Whether the compiler's output depends on which object ``obj`` is (not just
+    on reading it): modules, classes and callables."""
+    return isinstance(obj, (types.ModuleType, type)) or callable(obj)
+
+
+class _Binder(ast.NodeTransformer):
+    def __init__(self, job, module, call_roots: set[int]):
+        self.job, self.module, self.call_roots = job, module, call_roots
+        self.parsed, self.norm = job.parsed, job.norm
+        self.seen: set[int] = set()  # a Name node may appear twice (a method's self)
+
+    def visit_Name(self, sub: ast.Name) -> ast.expr:
+        if not isinstance(sub.ctx, ast.Load) or id(sub) in self.seen:
+            return sub
+        self.seen.add(id(sub))
         if (
-            sub.id in norm.locals
-            or sub.id in norm.local_functions
+            sub.id in self.norm.locals
+            or sub.id in self.norm.local_functions
             or anno(sub).get("helper")
         ):
-            continue
-        obj = parsed.env.lookup(sub.id)
+            return sub
+        env, module = self.parsed.env, self.module
+        obj = env.lookup(sub.id)
         if obj is parse.MISSING or getattr(builtins, sub.id, parse.MISSING) is obj:
-            continue
-        if sub.id in parsed.env.cells:
-            origin = ["closure", sub.id] if parsed.fn is module.top_fn else None
+            return sub
+        top = self.parsed.fn is module.top_fn
+        if sub.id in env.cells:
+            origin = ["closure", sub.id] if top else None
         else:
-            origin = ["module", parsed.env.globals.get("__name__", "__main__"), sub.id]
-        sub.id = module.bind(sub.id, obj, origin)
+            origin = ["module", env.globals.get("__name__", "__main__"), sub.id]
+        holder = self.holder(sub.id)
+        if id(sub) in self.call_roots or specialised(obj):
+            sub.id = module.bind(sub.id, obj, origin)
+            if holder is not None:
+                module.guards[ast.unparse(holder)] = sub.id
+            return sub
+        if holder is None:  # no way to read it again: bound as it is now
+            sub.id = module.bind(sub.id, obj, origin)
+            return sub
+        return ast.copy_location(holder, sub)
+
+    def holder(self, var: str) -> ast.expr | None:
+        """Where emitted code reads the global (or closure variable) ``var`` when it
+        runs: ``model.var``, ``model_globals["var"]``, ``var_cell.cell_contents``."""
+        env, module = self.parsed.env, self.module
+        top = self.parsed.fn is module.top_fn
+        if var in env.cells:
+            cell = env.cell_objects.get(var)
+            if cell is None:
+                return None
+            alias = self.alias(f"{var}_cell", cell, ["cell", var] if top else None)
+            return ast.Attribute(value=name(alias), attr="cell_contents", ctx=ast.Load())
+        modname = env.globals.get("__name__", "__main__")
+        mod = sys.modules.get(modname)
+        short = modname.rsplit(".", 1)[-1]
+        if mod is not None and getattr(mod, "__dict__", None) is env.globals:
+            return ast.Attribute(
+                value=name(self.alias(short, mod, None)), attr=var, ctx=ast.Load()
+            )
+        if not env.globals:
+            return None
+        alias = self.alias(f"{short}_globals", env.globals, None)
+        return ast.Subscript(value=name(alias), slice=ast.Constant(var), ctx=ast.Load())
+
+    def alias(self, wanted: str, obj, origin) -> str:
+        """A module-level name for ``obj`` that no name of this function shadows."""
+        used = self.job.namer.used
+        for existing, value in self.module.bindings.items():
+            if value is obj and existing not in self.norm.locals:
+                return existing
+        alias = self.module.bind(
+            self.job.namer.fresh(wanted) if wanted in used else wanted, obj, origin
+        )
+        self.job.namer.reserve(alias)
+        return alias
