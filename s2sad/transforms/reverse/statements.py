@@ -31,7 +31,7 @@ from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.front.calls import CallInfo, as_written
 
 
 class FunctionReverser(RuleCalls):
@@ -262,7 +262,7 @@ class FunctionReverser(RuleCalls):
         useful = x is not None and self.needs(x)
         if not any(pattern) or not useful:
             if info.kind == "user":
-                return v, None
+                return as_written(v), None
             fwd_name = self.fc.request(info, pattern).names[0]
             return (
                 ast.Subscript(
