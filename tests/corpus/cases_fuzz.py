@@ -42,3 +42,81 @@ def nested_function_default(x):
         return t * scale + w
 
     return np.sum(scaled(x) * scaled(x, 0.5))
+
+
+def setitem_untaken_helper(a, w):
+    if np.sum(w) > 1.0:  # taken for one of the two inputs
+        v = w * 1.0
+        v[0] = 2.0
+        a = a + np.sum(v)
+    return a
+
+
+@case(vec(3))
+def setitem_in_untaken_branch_of_callee(x):
+    return np.sum(setitem_untaken_helper(x, x))
+
+
+@case(vec(3))
+def while_and_break(x):
+    s = 1.0
+    k = 0
+    y = x
+    while s > 0.05 and k < 4:
+        y = np.sin(y) * 0.9
+        s = s * 0.5
+        k = k + 1
+        if x[0] > 0.2:  # taken for one of the two inputs
+            break
+    return np.sum(y)
+
+
+@case(vec(3))
+def while_and_return(x):
+    s = 1.0
+    k = 0
+    y = x
+    while s > 0.05 and k < 4:
+        y = np.sin(y) * 0.9
+        s = s * 0.5
+        k = k + 1
+        if np.sum(x) > 1.0:  # taken for one of the two inputs
+            return np.sum(y * y)
+    return np.sum(y)
+
+
+@case(vec(3))
+def while_or_break_array_test(x):
+    k = 0
+    y = x
+    while np.sum(y * y) > 0.01 or k < 2:
+        y = np.tanh(y) * 0.8 + x * 0.1
+        k = k + 1
+        if k > 5 and y[1] > -10.0:
+            break
+        if k > 2:
+            continue
+        y = y * 1.1
+    return np.sum(y * x)
+
+
+@case(vec(3))
+def cotangent_on_one_branch(x):
+    e = x * 1.0
+    if np.sum(x) < 100:
+        e = e * 2.0
+    else:
+        return np.sum(e)
+    return np.sum(x)
+
+
+@case(vec(3))
+def while_array_test_break(x):
+    y = x
+    k = 0
+    while np.sum(y * y) > 0.01:
+        y = np.tanh(y) * 0.8 + x * 0.1
+        k = k + 1
+        if k > 4:
+            break
+    return np.sum(y * x)

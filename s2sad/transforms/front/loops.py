@@ -27,8 +27,21 @@ class LoopNormalizer:
         out.append(assign(count, const(0)))
         body = [self._increment(count)] + self.block(s.body, True, nested=True)
         self.depth += 1
-        self.assign_to(name(cond, store=True), s.test, body)
+        retest: list[ast.stmt] = []
+        self.assign_to(name(cond, store=True), s.test, retest)
         self.depth -= 1
+        if _has_break(body) and (
+            len(retest) > 1 or not isinstance(retest[0], ast.Assign)
+        ):
+            # A test of several statements (``a and b``, a call) runs only when
+            # the loop goes on: after a break its statements (and their tape
+            # traffic) must not run, or the backward sweep replays statements
+            # the last iteration skipped.
+            brk = body[-1]
+            keep_on = ast.If(test=brk.test, body=[ast.Pass()], orelse=retest)
+            body[-1:] = [ast.copy_location(keep_on, brk), brk]
+        else:
+            body += retest
         loop = ast.While(test=name(cond), body=body, orelse=[])
         anno(loop)["count"] = count
         out.append(loop)

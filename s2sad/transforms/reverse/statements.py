@@ -91,6 +91,11 @@ class FunctionReverser(RuleCalls):
             return []
         if before.get(self.g(x), NONE) == SET:
             return body
+        if before.get(self.g(x), NONE) == NONE:
+            # no cotangent reaches x on this path (g_x may not even exist here,
+            # as on a branch that returns early): nothing to propagate
+            self.state = before
+            return []
         pre = []
         assigned = {
             t.id
