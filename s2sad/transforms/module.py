@@ -26,6 +26,7 @@ HELPERS = (
     "unbroadcast",
     "finalize",
     "item_of",
+    "written_item",
     "without_item",
     "split_last",
     "copy_item",

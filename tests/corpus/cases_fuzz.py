@@ -3,7 +3,7 @@ a refusal or a wrong gradient)."""
 
 import numpy as np
 
-from tests.corpus.registry import case, vec
+from tests.corpus.registry import case, mat, tree, vec
 
 
 class Identity:
@@ -120,3 +120,42 @@ def while_array_test_break(x):
         if k > 4:
             break
     return np.sum(y * x)
+
+
+def nested_inner(w, x):
+    return np.tanh(x) * 2
+
+
+def nested_outer(w, x):
+    return nested_inner(w, x)
+
+
+@case(vec(3), tree(w=vec(3)))
+def nested_calls_dict_argument(x, b):
+    return np.sum(nested_outer(b["w"], x))
+
+
+@case(vec(3))
+def fancy_setitem_repeated_index(x):
+    y = np.zeros(2)
+    y[[1, 1, 1]] = x
+    return y.sum()
+
+
+@case(mat(2, 2))
+def fancy_setitem_repeated_rows(x):
+    y = np.ones((2, 3))
+    y[[1, 0, 1], 1:] = np.vstack([x, x[1:] * 2.0])
+    return np.sum(y * y)
+
+
+@case(vec(3))
+def slice_assign_itself(x):
+    acc = x * 1.0
+    acc[:] = acc
+    return np.sum(acc)
+
+
+@case(vec(3), vec(3))
+def nested_calls_plain_argument(x, w):
+    return np.sum(nested_outer(w, x))

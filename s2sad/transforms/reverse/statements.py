@@ -322,17 +322,18 @@ class FunctionReverser(RuleCalls):
                 before = dict(self.state)
                 body: list[ast.stmt] = []
                 gy = name(self.g(y))
-                if self.needs(v):
-                    item = call(self.helper("item_of"), gy, idx)
-                    self.accumulate(
-                        v.id,
-                        call(self.helper("unbroadcast"), item, v),
-                        body,
-                        definite=False,
-                    )
-                body.append(
-                    assign(self.g(y), call(self.helper("without_item"), gy, idx))
-                )
+                item = call(self.helper("written_item"), gy, idx)
+                clear = assign(self.g(y), call(self.helper("without_item"), gy, idx))
+                if self.needs(v) and v.id == y:  # y[...] = y: clear, then add
+                    ct = self.fc.namer.fresh("ct_" + y.lstrip("_"))
+                    body += [assign(ct, item), clear]
+                    ct_v = call(self.helper("unbroadcast"), name(ct), v)
+                    self.accumulate(v.id, ct_v, body, definite=False)
+                else:
+                    if self.needs(v):
+                        ct_v = call(self.helper("unbroadcast"), item, v)
+                        self.accumulate(v.id, ct_v, body, definite=False)
+                    body.append(clear)
                 out.extend(self.guarded(y, body, before))
             out.append(
                 ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old()))
