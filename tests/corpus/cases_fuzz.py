@@ -3,7 +3,7 @@ a refusal or a wrong gradient)."""
 
 import numpy as np
 
-from tests.corpus.registry import case, mat, tree, vec
+from tests.corpus.registry import case, mat, scal, tree, vec
 
 
 class Identity:
@@ -159,3 +159,27 @@ def slice_assign_itself(x):
 @case(vec(3), vec(3))
 def nested_calls_plain_argument(x, w):
     return np.sum(nested_outer(w, x))
+
+
+@case(vec(3), vec(3))
+def loop_iterable_rebound(x, m):
+    acc = x * 1.0
+    for e in acc:
+        acc = acc * 0.5 + m * e
+        acc[1] = e
+    return np.sum(acc * acc)
+
+
+@case(mat(3, 2), vec(2), argnums=(0, 1))
+def loop_iterable_rebound_rows(X, m):
+    for row in X:
+        X = np.tanh(X + row * m)
+    return np.sum(X)
+
+
+@case(scal(), vec(3), argnums=(0, 1))
+def float_argument_rebound_after_return(w, x):
+    if w < 0.2:  # taken for one of the two inputs
+        return w
+    w = x
+    return np.sum(w * w)

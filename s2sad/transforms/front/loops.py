@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.astutil import anno, assign, call, const, name, stores
 
 
 class LoopNormalizer:
@@ -54,7 +54,8 @@ class LoopNormalizer:
         return inc
 
     def stmt_For(self, s, out, in_loop):
-        rng, prologue_for = self._iteration(s.iter, s.target, out)
+        rebound = stores(ast.Module(body=s.body, type_ignores=[]))
+        rng, prologue_for = self._iteration(s.iter, s.target, out, rebound)
         index = s.target.id if prologue_for is None else self.temp("i", nonsimple=True)
         self.nonsimple.add(index)
         body: list[ast.stmt] = []
@@ -77,8 +78,12 @@ class LoopNormalizer:
             anno(loop)["count"] = count
         out.append(loop)
 
-    def _iteration(self, it: ast.expr, target: ast.expr, out):
-        """(name of a range object, callback emitting the target assignments or None)."""
+    def _iteration(self, it: ast.expr, target: ast.expr, out, rebound=frozenset()):
+        """(name of a range object, callback emitting the target assignments or None).
+
+        A sequence the body rebinds (``for e in a: a = a + 1``) is read through a
+        name of its own: Python iterates the object ``a`` named when the loop began.
+        """
         fn = (
             self.resolve(it.func)
             if isinstance(it, ast.Call) and self.is_static(it.func)
@@ -89,6 +94,11 @@ class LoopNormalizer:
             out.append(assign(rng, self.value(it, out)))
             return rng, None
         seqs, bind = self._sequences(it, fn, target, out)
+        for k, q in enumerate(seqs):
+            if isinstance(q, ast.Name) and q.id in rebound:
+                held = self.temp(f"iterated_{q.id}")
+                out.append(assign(held, name(q.id)))
+                q.id = held  # the node bind reads
         length: ast.expr = call("len", seqs[0])
         if len(seqs) > 1:
             length = call("min", *[call("len", q) for q in seqs])

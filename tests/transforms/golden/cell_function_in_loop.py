@@ -8,6 +8,7 @@ from s2sad.runtime.reductions import d_sum
 
 
 def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
+    h_arg = h
     tape = []
     saved_cell = None
     xs_item = None
@@ -49,7 +50,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
         (
             finalize(g_W, W, ws.result(0)),
             finalize(g_xs, xs, ws.result(1)),
-            finalize(g_h, h, ws.result(2)),
+            finalize(g_h, h_arg, ws.result(2)),
         ),
     )
 
