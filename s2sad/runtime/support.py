@@ -30,6 +30,7 @@ __all__ = [
     "restore_item",
     "without_item",
     "item_of",
+    "written_item",
     "ones_like_output",
     "accumulate",
     "take_rows",
@@ -248,6 +249,34 @@ def item_of(g: Any, index: Any) -> Any:
     if isinstance(g, dict):
         return g.get(index)
     return g[index]
+
+
+def written_item(g: Any, index: Any) -> Any:
+    """The cotangent of ``v`` in ``container[index] = v``: ``g[index]``, except
+    that a position the index names more than once (``y[[1, 1]] = v``) keeps
+    only its last write, as NumPy's assignment does; the others get zero."""
+    if g is None or isinstance(g, (dict, list)) or not _int_array_in(index):
+        return item_of(g, index)
+    g = np.asarray(g)
+    picked = g[index]
+    writer = np.full(g.shape, -1, dtype=np.intp)
+    writer[index] = np.arange(picked.size).reshape(picked.shape)
+    won = writer >= 0
+    if np.count_nonzero(won) == picked.size:  # no position written twice
+        return picked
+    out = np.zeros(picked.size, dtype=picked.dtype)
+    out[writer[won]] = g[won]
+    return out.reshape(picked.shape)
+
+
+def _int_array_in(index: Any) -> bool:
+    """Whether ``index`` has an integer array (or list) part: one that may repeat."""
+    for part in index if isinstance(index, tuple) else (index,):
+        if isinstance(part, (list, np.ndarray)):
+            arr = np.asarray(part)
+            if arr.dtype.kind in "iu" and arr.size > 1:
+                return True
+    return False
 
 
 def copy_item(container: Any, index: Any) -> Any:

@@ -416,7 +416,8 @@ additive(support.add, support.accumulate)
 # when the tangent passed in holds none)
 linear(support.unbroadcast, support.finalize, support.without_item, or_zeros, filled,
        finish, none_ok=True)  # fmt: skip
-linear(support.item_of, support.split_last, none_ok=True, container=True)
+linear(support.item_of, support.written_item, support.split_last, none_ok=True,
+       container=True)  # fmt: skip
 linear(support.pad, support.copy_item, zero_entry, container=True)
 linear(broadcast_like)
 constant(support.zeros_like, support.ones_like_output)

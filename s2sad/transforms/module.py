@@ -26,6 +26,7 @@ HELPERS = (
     "unbroadcast",
     "finalize",
     "item_of",
+    "written_item",
     "without_item",
     "split_last",
     "copy_item",
@@ -187,7 +188,11 @@ class ModuleBuilder:
             key: tuple = ("local", id(local.node), pattern)
             base = info.target
         else:
-            key, base = ("user", info.target, pattern), info.target.__name__
+            # a method: compiled for the receiver's class, whose object its own
+            # method calls (self.g(...)) are resolved on
+            receiver = info.extra.get("receiver")
+            key = ("user", info.target, pattern, type(receiver))
+            base = info.target.__name__
         job = self.jobs.get(key)
         if job is not None:
             return job
@@ -203,6 +208,8 @@ class ModuleBuilder:
             )
         else:
             parsed = parse.parse_function(info.target)
+            if receiver is not None and parsed.node.args.args:
+                parsed.example_args = {parsed.node.args.args[0].arg: receiver}
         job = Job(parsed, names, tuple(pattern), top=False, site=site)
         self.jobs[key] = job
         self.queue.append(job)

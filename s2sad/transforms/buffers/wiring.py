@@ -127,9 +127,27 @@ def connect(functions: list, module: Any) -> None:
         return
     _add_ws_param(defs[0], module)
     with_ws.add(defs[0].name)
+    # a function without sites of its own that calls one with buffers takes ws
+    # too and hands it on (outer_forward -> inner_forward): without it the
+    # callee would run on NO_WORKSPACE, which cannot record
+    grew = True
+    while grew:
+        grew = False
+        for f in defs:
+            if f.name not in with_ws and _calls_any(f, with_ws):
+                _add_ws_param(f, module)
+                with_ws.add(f.name)
+                grew = True
     for f in defs:
         if f.name in with_ws:
             _pass_ws_on(f, with_ws)
+
+
+def _calls_any(fn: ast.FunctionDef, names: set[str]) -> bool:
+    return any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
+        for c in ast.walk(fn)
+    )
 
 
 def _pass_ws_on(fn: ast.FunctionDef, with_ws: set[str]) -> None:

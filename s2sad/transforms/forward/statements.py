@@ -20,7 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
     MUTATORS,
@@ -292,7 +292,8 @@ def user_call(
         if useful:
             ff.set_tangent(x, None, tan)
         ff.state[x] = NONE
-        ff.emit(s, [s], tan, out)
+        plain = ast.copy_location(ast.Assign(targets=s.targets, value=as_written(v)), s)
+        ff.emit(s, [plain], tan, out)
         return
     pre: list[ast.stmt] = []
     for a in active:

@@ -27,6 +27,11 @@ from s2sad.transforms.front.calls import CallInfo, builtin_hint
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
+#: list and dict methods that change their object (``append`` is differentiated)
+CONTAINER_MUTATORS = {
+    "insert", "extend", "pop", "remove", "clear", "reverse", "update",
+    "setdefault", "popitem",
+}  # fmt: skip
 INACTIVE_BINOPS = (
     ast.FloorDiv,
     ast.BitAnd,
@@ -222,11 +227,24 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
     """``x.sort()`` / ``x.fill(0)``: a method of a differentiated value whose result is
     dropped can only matter by changing the value in place, which s2sad cannot see."""
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
-    if (
-        info.kind == "method"
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id in act.active
-    ):
+    if info.kind != "method" or not isinstance(call.func.value, ast.Name):
+        return False
+    given = [a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active]
+    if call.func.value.id not in act.active and given:
+        # q.insert(0, v), q.extend(vs), d.update(...): a differentiated value stored
+        # in place into a container that s2sad sees as constant
+        recv, meth = call.func.value.id, call.func.attr
+        unsupported.append(
+            source.problem(
+                call,
+                f"'{recv}.{meth}(...)' stores a differentiated value into '{recv}' "
+                "in place, which s2sad does not differentiate",
+                f"build a new list or dict and assign it (e.g. {recv} = [v] + {recv}), "
+                f"or use {recv}.append(v), which is differentiated",
+            )
+        )
+        return True
+    if call.func.value.id in act.active:
         recv, meth = call.func.value.id, call.func.attr
         unsupported.append(
             source.problem(
@@ -273,7 +291,19 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
             "append",
             *INACTIVE_METHODS,
         )
-        if not known:
+        if not known and info.target in CONTAINER_MUTATORS:
+            recv = call.func.value.id
+            unsupported.append(
+                source.problem(
+                    call,
+                    f"'{recv}.{info.target}(...)' changes '{recv}' in place, which "
+                    "s2sad does not differentiate",
+                    f"index and slice instead (e.g. v = {recv}[-1]; {recv} = "
+                    f"{recv}[:-1]), or build a new list; {recv}.append(...) is "
+                    "differentiated",
+                )
+            )
+        elif not known:
             missing.append(
                 source.problem(
                     call,

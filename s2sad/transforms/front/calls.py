@@ -45,10 +45,8 @@ class CallNormalizer:
     def _bind_arguments(self, e: ast.Call, info: CallInfo) -> ast.Call:
         """Rewrite a call to a user function with every argument positional."""
         if info.kind == "local":
-            params, defaults = _def_params(self.local_functions[info.target].node)
-            params = params[
-                : len(params) - len(self.local_functions[info.target].freevars)
-            ]
+            local = self.local_functions[info.target]
+            params, defaults = _def_params(local.node, len(local.freevars))
         else:
             params, defaults = _object_params(info.target, e.func)
         if info.extra.get("self") is not None:
@@ -176,9 +174,25 @@ class CallNormalizer:
             ):
                 obj = getattr(self.parsed.example_args[receiver.id], func.attr, MISSING)
                 if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
-                    return CallInfo("user", obj.__func__, {"self": name(receiver.id)})
+                    return CallInfo(
+                        "user",
+                        obj.__func__,
+                        {"self": name(receiver.id), "receiver": obj.__self__},
+                    )
             return CallInfo("method", func.attr)
         return CallInfo("unknown")
+
+
+def as_written(v: ast.Call) -> ast.Call:
+    """A user call as Python runs it: normalize passes a method's receiver as the
+    first argument (the compiled method takes it so), which the bound method
+    ``obj.f`` must not get twice when the call is emitted unchanged."""
+    info = anno(v).get("call")
+    if info is None or info.kind != "user" or info.extra.get("self") is None:
+        return v
+    new = ast.Call(func=v.func, args=v.args[1:], keywords=v.keywords)
+    anno(new)["call"] = info
+    return ast.copy_location(new, v)
 
 
 def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
@@ -189,7 +203,9 @@ def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
         if registry.lookup(obj.__func__) is not None:
             return CallInfo("rule", obj.__func__, {"self": self_expr})
         if _has_source(obj.__func__):
-            return CallInfo("user", obj.__func__, {"self": self_expr})
+            return CallInfo(
+                "user", obj.__func__, {"self": self_expr, "receiver": obj.__self__}
+            )
     if isinstance(obj, types.FunctionType) and _has_source(obj):
         return CallInfo("user", obj)
     return CallInfo("unknown", obj)
@@ -227,8 +243,13 @@ def _has_source(fn: Any) -> bool:
         return False
 
 
-def _def_params(node: ast.FunctionDef) -> tuple[list[str], dict[str, ast.expr]]:
+def _def_params(
+    node: ast.FunctionDef, lifted: int = 0
+) -> tuple[list[str], dict[str, ast.expr]]:
+    """The parameters of a nested function, without the ``lifted`` free variables
+    that lifting appended after them (the defaults belong to the ones before)."""
     params = [a.arg for a in node.args.args]
+    params = params[: len(params) - lifted]
     defaults = dict(
         zip(params[len(params) - len(node.args.defaults) :], node.args.defaults)
     )

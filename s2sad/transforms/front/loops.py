@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.astutil import anno, assign, call, const, name, stores
 
 
 class LoopNormalizer:
@@ -27,8 +27,21 @@ class LoopNormalizer:
         out.append(assign(count, const(0)))
         body = [self._increment(count)] + self.block(s.body, True, nested=True)
         self.depth += 1
-        self.assign_to(name(cond, store=True), s.test, body)
+        retest: list[ast.stmt] = []
+        self.assign_to(name(cond, store=True), s.test, retest)
         self.depth -= 1
+        if _has_break(body) and (
+            len(retest) > 1 or not isinstance(retest[0], ast.Assign)
+        ):
+            # A test of several statements (``a and b``, a call) runs only when
+            # the loop goes on: after a break its statements (and their tape
+            # traffic) must not run, or the backward sweep replays statements
+            # the last iteration skipped.
+            brk = body[-1]
+            keep_on = ast.If(test=brk.test, body=[ast.Pass()], orelse=retest)
+            body[-1:] = [ast.copy_location(keep_on, brk), brk]
+        else:
+            body += retest
         loop = ast.While(test=name(cond), body=body, orelse=[])
         anno(loop)["count"] = count
         out.append(loop)
@@ -41,7 +54,8 @@ class LoopNormalizer:
         return inc
 
     def stmt_For(self, s, out, in_loop):
-        rng, prologue_for = self._iteration(s.iter, s.target, out)
+        rebound = stores(ast.Module(body=s.body, type_ignores=[]))
+        rng, prologue_for = self._iteration(s.iter, s.target, out, rebound)
         index = s.target.id if prologue_for is None else self.temp("i", nonsimple=True)
         self.nonsimple.add(index)
         body: list[ast.stmt] = []
@@ -64,8 +78,12 @@ class LoopNormalizer:
             anno(loop)["count"] = count
         out.append(loop)
 
-    def _iteration(self, it: ast.expr, target: ast.expr, out):
-        """(name of a range object, callback emitting the target assignments or None)."""
+    def _iteration(self, it: ast.expr, target: ast.expr, out, rebound=frozenset()):
+        """(name of a range object, callback emitting the target assignments or None).
+
+        A sequence the body rebinds (``for e in a: a = a + 1``) is read through a
+        name of its own: Python iterates the object ``a`` named when the loop began.
+        """
         fn = (
             self.resolve(it.func)
             if isinstance(it, ast.Call) and self.is_static(it.func)
@@ -76,6 +94,11 @@ class LoopNormalizer:
             out.append(assign(rng, self.value(it, out)))
             return rng, None
         seqs, bind = self._sequences(it, fn, target, out)
+        for k, q in enumerate(seqs):
+            if isinstance(q, ast.Name) and q.id in rebound:
+                held = self.temp(f"iterated_{q.id}")
+                out.append(assign(held, name(q.id)))
+                q.id = held  # the node bind reads
         length: ast.expr = call("len", seqs[0])
         if len(seqs) > 1:
             length = call("min", *[call("len", q) for q in seqs])

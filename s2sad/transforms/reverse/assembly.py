@@ -118,8 +118,14 @@ def _top_level(job, module) -> ast.FunctionDef:
         name(rv.g(p)) if rv.state.get(rv.g(p), NONE) != NONE else const(None)
         for p in job.wrt
     ]
+    # finalize gives g_p the shape of the argument: an argument the function
+    # re-binds (``w = x`` after an early return) is read through a name that
+    # keeps the value it was called with
+    rebound = stores(ast.Module(body=job.fwd + job.bwd, type_ignores=[]))
+    held = {p: fc.namer.fresh(f"{p}_arg") for p in job.wrt if p in rebound}
     finals = [
-        call(module.helper("finalize"), g, name(p)) for g, p in zip(grads, job.wrt)
+        call(module.helper("finalize"), g, name(held.get(p, p)))
+        for g, p in zip(grads, job.wrt)
     ]
     keep = []
     if isinstance(ret, ast.Name) and ret.id in fc.saved_names:
@@ -130,7 +136,8 @@ def _top_level(job, module) -> ast.FunctionDef:
     result = ast.Tuple(
         elts=[ret, ast.Tuple(elts=finals, ctx=ast.Load())], ctx=ast.Load()
     )
-    body = _init_saved(fc, params, job.fwd) + job.fwd + keep
+    hold = [assign(h, name(p)) for p, h in held.items()]
+    body = hold + _init_saved(fc, params, job.fwd) + job.fwd + keep
     body += _seed(rv, job.node.body[-1].value) + job.bwd + [ast.Return(value=result)]
     fn = function_def(job.names[0], params + ["g_out"], body)
     fn.args.defaults = [const(1.0)]

@@ -31,7 +31,7 @@ from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.front.calls import CallInfo, as_written
 
 
 class FunctionReverser(RuleCalls):
@@ -91,6 +91,11 @@ class FunctionReverser(RuleCalls):
             return []
         if before.get(self.g(x), NONE) == SET:
             return body
+        if before.get(self.g(x), NONE) == NONE:
+            # no cotangent reaches x on this path (g_x may not even exist here,
+            # as on a branch that returns early): nothing to propagate
+            self.state = before
+            return []
         pre = []
         assigned = {
             t.id
@@ -264,7 +269,7 @@ class FunctionReverser(RuleCalls):
         useful = x is not None and self.needs(x)
         if not any(pattern) or not useful:
             if info.kind == "user":
-                return v, None
+                return as_written(v), None
             fwd_name = self.fc.request(info, pattern).names[0]
             return (
                 ast.Subscript(
@@ -319,17 +324,18 @@ class FunctionReverser(RuleCalls):
                 before = dict(self.state)
                 body: list[ast.stmt] = []
                 gy = name(self.g(y))
-                if self.needs(v):
-                    item = call(self.helper("item_of"), gy, idx)
-                    self.accumulate(
-                        v.id,
-                        call(self.helper("unbroadcast"), item, v),
-                        body,
-                        definite=False,
-                    )
-                body.append(
-                    assign(self.g(y), call(self.helper("without_item"), gy, idx))
-                )
+                item = call(self.helper("written_item"), gy, idx)
+                clear = assign(self.g(y), call(self.helper("without_item"), gy, idx))
+                if self.needs(v) and v.id == y:  # y[...] = y: clear, then add
+                    ct = self.fc.namer.fresh("ct_" + y.lstrip("_"))
+                    body += [assign(ct, item), clear]
+                    ct_v = call(self.helper("unbroadcast"), name(ct), v)
+                    self.accumulate(v.id, ct_v, body, definite=False)
+                else:
+                    if self.needs(v):
+                        ct_v = call(self.helper("unbroadcast"), item, v)
+                        self.accumulate(v.id, ct_v, body, definite=False)
+                    body.append(clear)
                 out.extend(self.guarded(y, body, before))
             out.append(
                 ast.Expr(value=call(self.helper("restore_item"), name(y), idx, old()))

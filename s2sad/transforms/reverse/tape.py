@@ -99,6 +99,8 @@ class FunctionCompiler:
             self.uses_tape = True
             return lambda: _tape_call("pop")
         old = self.namer.fresh(f"{y}_old")
+        self.locals.add(old)
+        self.reassigned.add(old)  # bound on some paths only (a branch not taken)
         fwd.append(assign(old, old_value))
         return lambda: name(old)
 

@@ -20,6 +20,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
     # compiled for these globals: a rebound one makes s2sad compile again
     if cases_combo.cell is not cell or cases_combo.np is not np:
         globals_changed("cases_combo.cell, cases_combo.np")
+    h_arg = h
     tape = []
     saved_cell = None
     xs_item = None
@@ -61,7 +62,7 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
         (
             finalize(g_W, W, ws.result(0)),
             finalize(g_xs, xs, ws.result(1)),
-            finalize(g_h, h, ws.result(2)),
+            finalize(g_h, h_arg, ws.result(2)),
         ),
     )
 

@@ -8,10 +8,10 @@ from s2sad.runtime.support import (
     copy_item,
     finalize,
     globals_changed,
-    item_of,
     restore_item,
     unbroadcast,
     without_item,
+    written_item,
     zeros,
 )
 from s2sad.runtime.indexing import d_getitem
@@ -57,7 +57,7 @@ def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         # grad of: y[i] = x[i] * 2 + np.sum(y)
         if g_y is not None:
             g_add = accumulate(
-                g_add, unbroadcast(item_of(g_y, i), add), out=ws.take("g_add")
+                g_add, unbroadcast(written_item(g_y, i), add), out=ws.take("g_add")
             )
             g_y = without_item(g_y, i)
         restore_item(y, i, tape.pop())
