@@ -18,6 +18,7 @@ import builtins
 
 from s2sad.transforms.astutil import Namer, anno
 from s2sad.transforms.front import desugar as desugar_pass
+from s2sad.transforms.front import hygiene
 from s2sad.transforms.front import normalize as normalize_pass
 from s2sad.transforms.front import parse
 from s2sad.transforms.front import validate as validate_pass
@@ -33,7 +34,9 @@ def validate(job, module) -> None:
 
 
 def desugar(job, module) -> None:
-    """Early exits and jumps become flags; the function's names are reserved."""
+    """User names the emitted code needs are renamed (hygiene); early exits and
+    jumps become flags; the function's names are reserved."""
+    job.renamed = hygiene.run(job, module)
     node = job.node
     job.namer = Namer(
         {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
