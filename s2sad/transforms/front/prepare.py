@@ -18,7 +18,7 @@ import builtins
 
 from s2sad.transforms.astutil import Namer, anno
 from s2sad.transforms.front import desugar as desugar_pass
-from s2sad.transforms.front import hygiene
+from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
 from s2sad.transforms.front import parse
 from s2sad.transforms.front import validate as validate_pass
@@ -27,6 +27,7 @@ from s2sad.transforms.front import validate as validate_pass
 def validate(job, module) -> None:
     """Refuse unsupported syntax early; flatten the parameters into one list."""
     validate_pass.run(job.parsed)
+    inplace.run(job.parsed)
     args = job.node.args
     args.args = args.posonlyargs + args.args + args.kwonlyargs
     args.posonlyargs, args.kwonlyargs, args.kw_defaults = [], [], []
