@@ -39,7 +39,9 @@ def same(a, b):
     return (np.isnan(a) and np.isnan(b)) or a == b or abs(a - b) <= 1e-15 * abs(b)
 
 
-@pytest.mark.parametrize("f, d, points", CASES, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize(
+    "f, d, points", CASES, ids=lambda c: getattr(c, "__name__", "")
+)
 def test_value_and_grad_keep_numpys_results_at_edges(f, d, points):
     vg = s2sad.value_and_grad(f)
     for x in points:
@@ -51,7 +53,9 @@ def test_value_and_grad_keep_numpys_results_at_edges(f, d, points):
         assert type(g) is float  # a float argument's gradient stays a float
 
 
-@pytest.mark.parametrize("f, d, points", CASES, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize(
+    "f, d, points", CASES, ids=lambda c: getattr(c, "__name__", "")
+)
 def test_jvp_keeps_numpys_results_at_edges(f, d, points):
     for x in points:
         with warnings.catch_warnings():

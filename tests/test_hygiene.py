@@ -34,7 +34,7 @@ NAMES = sorted(
     | {"g_x", "t_x", "ct_x", "g_h", "out", "saved_h", "count", "tape_1", "ws_1"}
 )
 
-TEMPLATE = '''
+TEMPLATE = """
 def helper_{n}({n}, b):
     return numpy.tanh({n} @ b)
 
@@ -61,7 +61,7 @@ def returned_{n}(x, W):
 def scalar_{n}({n}, y):
     {n} += 0.5
     return numpy.sin({n}) * y + numpy.log(y * {n} + 2.0)
-'''
+"""
 
 
 @pytest.fixture(scope="module")

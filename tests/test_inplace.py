@@ -92,3 +92,54 @@ def test_without_example_arguments_any_argument_may_be_an_array():
     with pytest.raises(UnsupportedSyntaxError, match="'s', which may be an array"):
         pipeline.compile_function(aug_float, (1,))
     pipeline.compile_function(aug_float, (1,), example_args=(0.5, np.ones(2)))
+
+
+# ---------------------------------------------------------------- aliasing of scalars
+
+
+def scalar_element(b, t):
+    s = b[1, 0]  # 2-d b: a NumPy scalar, immutable
+    s *= t
+    return s + np.sum(b * b)
+
+
+def scalar_arithmetic(b, t):
+    i = 1
+    s = float(b[i, -1]) * 2.0
+    u = s
+    u += t
+    s *= t
+    return s * u + np.sum(b * b)
+
+
+def row_view(b, t):
+    s = b[1]  # a view: s *= t changes b
+    s *= t
+    return np.sum(s) + np.sum(b * b)
+
+
+def element_of_3d(b, t):
+    s = b[1, 0]  # 3-d b: a view of a row
+    s *= t
+    return np.sum(s) + np.sum(b * b)
+
+
+@pytest.mark.parametrize(
+    "f", [scalar_element, scalar_arithmetic], ids=lambda f: f.__name__
+)
+def test_augmented_assignment_of_a_scalar_aliases_nothing(f):
+    args = [np.random.default_rng(0).normal(size=(2, 3)), 1.7]
+    value, grads = s2sad.value_and_grad(f, argnums=(0, 1))(*args)
+    np.testing.assert_allclose(
+        value, f(*[a.copy() if hasattr(a, "copy") else a for a in args])
+    )
+    for i in (0, 1):
+        np.testing.assert_allclose(grads[i], numerical_grad(f, args, i), rtol=1e-6)
+
+
+@pytest.mark.parametrize("f, shape", [(row_view, (2, 3)), (element_of_3d, (2, 3, 2))])
+def test_augmented_assignment_of_a_view_is_still_refused(f, shape):
+    from s2sad.errors import AliasingError
+
+    with pytest.raises(AliasingError, match="'b' shares memory"):
+        s2sad.value_and_grad(f, argnums=(0, 1))(np.ones(shape), 2.0)

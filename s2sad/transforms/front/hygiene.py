@@ -106,7 +106,10 @@ def _bound(scope: ast.AST) -> set[str]:
     args = scope.args
     names = {
         a.arg
-        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
+        for a in args.posonlyargs
+        + args.args
+        + args.kwonlyargs
+        + [args.vararg, args.kwarg]
         if a is not None
     }
     for sub in _in_scope(scope):

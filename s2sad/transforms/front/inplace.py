@@ -34,9 +34,7 @@ def run(parsed: Any) -> None:
     a = node.args
     params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
     examples = parsed.example_args
-    mutable = {
-        p for p in params if not isinstance(examples.get(p, []), IMMUTABLE)
-    }
+    mutable = {p for p in params if not isinstance(examples.get(p, []), IMMUTABLE)}
     problems, rebound = [], set()
     for stmt in node.body:
         for sub in _walk(stmt):
