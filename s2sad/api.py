@@ -21,9 +21,13 @@ from typing import Any
 import numpy as np
 
 from s2sad.binding import (
+    FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    numpy_floats,
+    primal_or_raise,
+    python_floats,
     type_signature,
 )
 from s2sad.errors import GlobalsChangedError, NonScalarOutputError
@@ -154,7 +158,11 @@ class GradientFunction(CompiledModule):
             ):
                 # the slow path: pytrees, errors
                 check_differentiable(v, self._call.names[i], i)
-        value, grads = self._run(values, out)
+        try:
+            value, grads = self._run(values, out)
+        except FLOAT_ERRORS as exc:
+            fn = self._module(values)[0]
+            value, grads = self._with_numpy_floats(fn, values, exc)
         if not (type(value) is float or np.size(value) == 1) or isinstance(
             value, (tuple, list, dict)
         ):
@@ -187,6 +195,16 @@ class GradientFunction(CompiledModule):
                     raise
                 self._compiled.pop(type_signature(values), None)
         raise AssertionError("unreachable")
+
+    def _with_numpy_floats(self, fn: Callable, values: list, exc: Exception) -> tuple:
+        """Python float arithmetic raised in derivative code (``g / x`` at ``x =
+        0.0``): run again on ``np.float64`` arguments, for NumPy's inf, nan and
+        warnings, as the user's function gets them; float gradients stay floats."""
+        value = primal_or_raise(self.fun, values, exc)
+        _, grads = fn(*numpy_floats(values))
+        return value, tuple(
+            python_floats(g, values[i]) for g, i in zip(grads, self._argnums)
+        )
 
     def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
         """Run the emitted function with preallocated buffers for these shapes.

@@ -9,6 +9,7 @@ and the runtime only, never the compiler.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -122,3 +123,63 @@ def check_differentiable(
             f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
             "arrays and dicts/lists/tuples of them."
         )
+
+
+# ---------------------------------------------------------------- float edge cases
+
+#: what Python float arithmetic raises where NumPy gives inf or nan (and a warning):
+#: ``g / x`` at ``x = 0.0`` in a derivative rule, ``x ** 2.0`` past the float range
+FLOAT_ERRORS = (ZeroDivisionError, OverflowError)
+
+
+def holds_python_float(value: Any) -> bool:
+    """Whether a Python float is anywhere in ``value`` (lists, tuples, dicts)."""
+    t = type(value)
+    if t is float:
+        return True
+    if t is list or t is tuple:
+        return any(holds_python_float(v) for v in value)
+    if t is dict:
+        return any(holds_python_float(v) for v in value.values())
+    return False
+
+
+def numpy_floats(value: Any) -> Any:
+    """``value`` with every Python float as ``np.float64`` (NumPy's semantics for
+    0, inf and nan: results and warnings instead of exceptions)."""
+    t = type(value)
+    if t is float:
+        return np.float64(value)
+    if t is list or t is tuple:
+        return t(numpy_floats(v) for v in value)
+    if t is dict:
+        return {k: numpy_floats(v) for k, v in value.items()}
+    return value
+
+
+def python_floats(result: Any, like: Any) -> Any:
+    """``result`` with 0-d NumPy floats back to ``float`` where ``like`` (the
+    argument it is the derivative of) holds a Python float."""
+    t = type(like)
+    if t is float:
+        return float(result) if isinstance(result, np.floating) else result
+    if (t is list or t is tuple) and isinstance(result, (list, tuple)):
+        return type(result)(python_floats(r, v) for r, v in zip(result, like))
+    if t is dict and isinstance(result, dict):
+        return {k: python_floats(r, like.get(k)) for k, r in result.items()}
+    return result
+
+
+def primal_or_raise(fun: Callable, values: list, exc: BaseException) -> Any:
+    """``fun(*values)``, when ``exc`` (one of :data:`FLOAT_ERRORS`, raised by an
+    emitted function) came from derivative code only; else ``exc`` again.
+
+    When the user's own function raises on these floats too (``1.0 / x`` at
+    ``0.0``), Python's semantics hold and the error is the user's.
+    """
+    if not holds_python_float(values):
+        raise exc
+    try:
+        return fun(*values)
+    except FLOAT_ERRORS:
+        raise exc from None

@@ -300,7 +300,9 @@ def _add_compile(commands) -> None:
         "compiled.\n"
         "Each module defines <function>_value_and_grad(*args, g_out=1.0[, ws]) returning\n"
         "(value, (gradients...)); ws (optional) holds preallocated buffers, see the\n"
-        "README's Speed section.  The output is deterministic: compiling twice gives\n"
+        "README's Speed section.  Pass the arguments by position: a parameter named\n"
+        "like a name the module needs (g_out, ws, tape, np, ...) is renamed (ws_1).\n"
+        "The output is deterministic: compiling twice gives\n"
         "byte-identical files.\n\n" + MODEL_HELP,
     )
     p.add_argument("file", help="the Python file defining the functions")

@@ -35,10 +35,13 @@ from s2sad.api import (
     register_derivative_rule,
 )
 from s2sad.binding import (
+    FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    numpy_floats,
     object_signature,
+    primal_or_raise,
 )
 from s2sad.errors import NonScalarOutputError
 from s2sad.options import Options
@@ -263,7 +266,13 @@ class JvpFunction(CompiledModule, ForwardFunction):
         values = self._bind(args[:-1])
         ts = self._tangent_list(values, args[-1])
         fn, _, _, target = self._entry(values)
-        value, tangent = fn(*target.prepare(values), *ts)
+        args = target.prepare(values)
+        try:
+            value, tangent = fn(*args, *ts)
+        except FLOAT_ERRORS as exc:
+            # derivative code on Python floats (t / x at x = 0.0): NumPy's semantics
+            primal_or_raise(self.fun, values, exc)
+            value, tangent = fn(*numpy_floats(args), *numpy_floats(ts))
         return target.output(value), target.output(tangent)
 
 

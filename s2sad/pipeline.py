@@ -117,7 +117,7 @@ def compile_function(
         if mode in modes:
             run(module)
             show(pass_name, module.functions)
-    wrt = job.wrt
+    wrt = [job.renamed.get(p, p) for p in job.wrt]  # the user's names
     text = emit.run(module, emit.Header(parsed.source, wrt, fn))
     show("emit", text)
     return text, dict(module.bindings)
@@ -148,6 +148,7 @@ def _top_job(
     module.examples = parsed.example_args
     suffix = "_jvp" if module.mode == FORWARD else "_value_and_grad"
     name = module.namer.fresh(f"{parsed.node.name}{suffix}")
+    module.function_names.add(name)
     pattern = tuple(int(i in argnums) for i in range(len(params)))
     return Job(parsed, (name,), pattern, top=True)
 

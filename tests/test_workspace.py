@@ -265,3 +265,20 @@ def test_a_helper_called_with_two_shapes_gets_a_workspace_for_each():
     layout = next(iter(pool.layouts.values()))
     names = sorted(name for name, _ in layout.children)
     assert names.count("layer_backward") == 2  # one per shape signature
+
+
+def test_a_batch_of_one_label_with_large_arrays_runs_buffered():
+    """A 1-element int array (the labels of a last batch of one) is part of the
+    shape key by value: it must be hashable (tolist() of shape (1,) is a list)."""
+
+    def loss(W, x, y):
+        z = x @ W
+        return np.sum(z * z) + np.sum(W[y])
+
+    rng = np.random.default_rng(12)
+    W, x = rng.normal(size=(100, 100)), rng.normal(size=(1, 100))  # 80 KB of W
+    dfn = s2sad.grad(loss)
+    for y in (np.array([3]), np.array([3]), np.array([3]), np.array([[5]])):
+        args = (W, x, y)
+        assert_close_tree(dfn(*args), numerical_grad(loss, args, 0), rtol=1e-6)
+    assert "ws" in dfn.source

@@ -376,7 +376,8 @@ def _key(v: Any) -> Any:
         if v.dtype.kind == "b":
             raise _Mask
         if v.size <= 1 and v.dtype.kind in "iu":
-            return (v.shape, v.dtype.char, v.tolist())  # may be a size or a bound
+            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
+            return (v.shape, v.dtype.char, tuple(v.reshape(-1).tolist()))
         return (v.shape, v.dtype.char)
     if t is float or t is complex:
         return t

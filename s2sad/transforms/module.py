@@ -38,6 +38,8 @@ HELPERS = (
     "NO_WORKSPACE",
     "globals_changed",
 )
+#: locals of every emitted function (no module-level name may take them)
+LOCALS = ("tape", "g_out", "saved", "ws", "_")
 #: helpers of s2sad.runtime.tangents that forward-mode code may call
 TANGENT_HELPERS = (
     "or_zeros",
@@ -75,6 +77,7 @@ class Job:
     bwd: list[ast.stmt] = field(default_factory=list)  # reverse: the backward sweep
     body: list[ast.stmt] = field(default_factory=list)  # forward: primal + tangents
     functions: list[ast.stmt] = field(default_factory=list)  # what it emits
+    renamed: dict[str, str] = field(default_factory=dict)  # hygiene: new -> user's name
 
     @property
     def node(self) -> ast.FunctionDef:
@@ -104,8 +107,10 @@ class ModuleBuilder:
     #: the top-level call's arguments by parameter (empty when compiled ahead of time)
     examples: dict[str, Any] = field(default_factory=dict)
     namer: Namer = field(
-        default_factory=lambda: Namer({"tape", "g_out", "saved"} | set(dir(builtins)))
+        default_factory=lambda: Namer(set(LOCALS) | set(dir(builtins)))
     )
+    #: the emitted functions' names (front/hygiene.py keeps user names off them)
+    function_names: set[str] = field(default_factory=set)
     functions: list[ast.stmt] = field(default_factory=list)
     bindings: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, list | None] = field(default_factory=dict)
@@ -201,6 +206,7 @@ class ModuleBuilder:
         else:
             fwd = self.namer.fresh(f"{base}_forward")
             names = (fwd, self.namer.fresh(f"{base}_backward"))
+        self.function_names.update(names)
         if info.kind == "local":
             node = copy.deepcopy(local.node) if self.mode == "forward" else local.node
             parsed = parse.ParsedFunction(

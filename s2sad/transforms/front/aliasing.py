@@ -11,12 +11,19 @@ connecting them, and the gradient would silently miss that path::
 
 The check is flow-sensitive (a view re-created before it is read is fine, as in
 ``for t: h = H[t]; ...; H[t + 1] = ...``) and runs only for bases that carry
-gradient.
+gradient.  Scalars cannot alias: a name bound to a full integer index of an
+argument of known rank (``s = b[1, 0]`` with ``b`` 2-d), to ``float(...)`` or
+``int(...)``, or to arithmetic on scalars, holds an immutable value, and
+``s *= t`` on it rebinds (``b[1]`` is a view, and still watched).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+from typing import Any
+
+import numpy as np
 
 from s2sad.errors import AliasingError
 from s2sad.transforms.front.activity import Activity, is_append
@@ -56,17 +63,20 @@ class _State:
         # y -> names that see an in-place change of y's memory
         self.observers: dict[str, set[str]] = {}
         self.stale: dict[str, int] = {}  # name -> line of the change it missed
+        self.scalars: set[str] = set()  # names holding immutable scalars
 
     def copy(self) -> "_State":
         s = _State()
         s.observers = {k: set(v) for k, v in self.observers.items()}
         s.stale = dict(self.stale)
+        s.scalars = set(self.scalars)
         return s
 
     def merge(self, other: "_State") -> None:
         for k, v in other.observers.items():
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
+        self.scalars &= other.scalars  # a scalar on every path only
 
     def observe(self, watcher: str, watched: str) -> None:
         """``watcher`` sees in-place changes of ``watched`` (and of what it sees)."""
@@ -78,9 +88,27 @@ class _State:
                 obs.add(watcher)
 
 
-def run(node: ast.FunctionDef, act: Activity, source) -> None:
-    checker = _Checker(act, source, _containers(node))
-    checker.block(node.body, _State())
+def run(
+    node: ast.FunctionDef, act: Activity, source, examples: dict[str, Any] | None = None
+) -> None:
+    """``examples``: the call's arguments by parameter (their ranks and scalars)."""
+    stored = {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    params = [a.arg for a in node.args.args if a.arg not in stored]
+    examples = examples or {}
+    state = _State()
+    ranks = {}
+    for p in params:
+        v = examples.get(p)
+        if isinstance(v, (float, int, complex, np.generic)):
+            state.scalars.add(p)
+        elif isinstance(v, np.ndarray):
+            ranks[p] = v.ndim
+    checker = _Checker(act, source, _containers(node), ranks)
+    checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
 
@@ -101,7 +129,10 @@ def _containers(node: ast.FunctionDef) -> set[str]:
 
 
 class _Checker:
-    def __init__(self, act: Activity, source, containers: set[str]):
+    def __init__(
+        self, act: Activity, source, containers: set[str], ranks: dict[str, int]
+    ):
+        self.ranks = ranks  # arguments never re-bound -> their number of dimensions
         self.act = act
         self.source = source
         self.containers = containers
@@ -136,7 +167,8 @@ class _Checker:
                     if isinstance(v, ast.BinOp) and isinstance(v.left, ast.Name)
                     else s.targets[0].id
                 )
-                self.mutate(changed, s, state, always=True)
+                if changed not in state.scalars:  # a scalar is re-bound, not changed
+                    self.mutate(changed, s, state, always=True)
             self.define(s.targets[0].id, s.value, state)
         elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
             base = s.targets[0].value.id
@@ -175,6 +207,10 @@ class _Checker:
         for obs in state.observers.values():
             obs.discard(z)
         state.observers.pop(z, None)
+        if self.scalar(value, state):
+            state.scalars.add(z)  # immutable: shares nothing
+            return
+        state.scalars.discard(z)
         if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
             elts = value.values if isinstance(value, ast.Dict) else value.elts
             for e in elts:
@@ -187,6 +223,34 @@ class _Checker:
             else:
                 state.observe(z, base)
                 state.observe(base, z)
+
+    def scalar(self, value: ast.expr, state: _State) -> bool:
+        """Whether ``value`` is an immutable scalar (a NumPy scalar or a Python number)."""
+        if isinstance(value, ast.Constant):
+            return isinstance(value.value, (int, float, complex))
+        if isinstance(value, ast.Name):
+            return value.id in state.scalars
+        if isinstance(value, ast.UnaryOp):
+            return self.scalar(value.operand, state)
+        if isinstance(value, ast.BinOp):
+            return self.scalar(value.left, state) and self.scalar(value.right, state)
+        if isinstance(value, ast.Call):
+            info = anno(value).get("call")
+            return getattr(info, "target", None) in (builtins.float, builtins.int)
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            rank = self.ranks.get(value.value.id)
+            index = value.slice
+            items = index.elts if isinstance(index, ast.Tuple) else [index]
+            return rank == len(items) and all(self._int(i, state) for i in items)
+        return False
+
+    def _int(self, index: ast.expr, state: _State) -> bool:
+        """An integer index (a constant, or a scalar name: a float would raise)."""
+        if isinstance(index, ast.Constant):
+            return type(index.value) is int
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+            return self._int(index.operand, state)
+        return isinstance(index, ast.Name) and index.id in state.scalars
 
     def mutate(self, y: str, s: ast.stmt, state: _State, always: bool = False) -> None:
         if y not in self.act.active and not always:

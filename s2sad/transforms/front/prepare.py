@@ -20,6 +20,7 @@ import types
 
 from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import desugar as desugar_pass
+from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
 from s2sad.transforms.front import parse
 from s2sad.transforms.front import validate as validate_pass
@@ -28,6 +29,7 @@ from s2sad.transforms.front import validate as validate_pass
 def validate(job, module) -> None:
     """Refuse unsupported syntax early; flatten the parameters into one list."""
     validate_pass.run(job.parsed)
+    inplace.run(job.parsed)
     args = job.node.args
     args.args = args.posonlyargs + args.args + args.kwonlyargs
     args.posonlyargs, args.kwonlyargs, args.kw_defaults = [], [], []
@@ -35,7 +37,9 @@ def validate(job, module) -> None:
 
 
 def desugar(job, module) -> None:
-    """Early exits and jumps become flags; the function's names are reserved."""
+    """User names the emitted code needs are renamed (hygiene); early exits and
+    jumps become flags; the function's names are reserved."""
+    job.renamed = hygiene.run(job, module)
     node = job.node
     job.namer = Namer(
         {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

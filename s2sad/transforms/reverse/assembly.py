@@ -44,7 +44,7 @@ def activity(job, module) -> None:
 
 def aliasing(job, module) -> None:
     """Refuse reads of a view whose base was changed in place."""
-    aliasing_pass.run(job.node, job.act, job.parsed.source)
+    aliasing_pass.run(job.node, job.act, job.parsed.source, job.parsed.example_args)
 
 
 def differentiate(job, module) -> None:
