@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    normalize_argnums,
     type_signature,
 )
 from s2sad.errors import NonScalarOutputError
@@ -76,12 +77,15 @@ class GradientFunction(CompiledModule):
         argnums: int | tuple[int, ...],
         with_value: bool,
         optimize: bool = True,
+        has_aux: bool = False,
     ):
         if not callable(fun):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
-        self.argnums = argnums
+        self.argnums = normalize_argnums(argnums)
         self.with_value = with_value
+        #: f returns ``(value, aux)``: value is differentiated, aux handed back as is
+        self.has_aux = bool(has_aux)
         self.options = Options(optimize=optimize)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
@@ -94,6 +98,12 @@ class GradientFunction(CompiledModule):
     @property
     def _argnums(self) -> tuple[int, ...]:
         return argnums_tuple(self.argnums)
+
+    def __repr__(self) -> str:
+        kind = "value_and_grad" if self.with_value else "grad"
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        aux = ", has_aux=True" if self.has_aux else ""
+        return f"<s2sad.{kind} of {name}, argnums={self.argnums!r}{aux}>"
 
     # -- compiled module
     def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -154,27 +164,33 @@ class GradientFunction(CompiledModule):
                 # the slow path: pytrees, errors
                 check_differentiable(v, self._call.names[i], i)
         fn, _, _, pool = self._module(values)
-        if pool is None:
-            value, grads = fn(*values)
-        else:
-            value, grads = self._with_workspace(pool, values, out)
-        if not (type(value) is float or np.size(value) == 1) or isinstance(
-            value, (tuple, list, dict)
-        ):
-            raise NonScalarOutputError(
-                f"{self.fun.__qualname__} returned a value of shape {np.shape(value)}; grad needs "
-                "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
-                "output separately."
-            )
+        # has_aux: the output is (value, aux); seeding (1.0, None) differentiates
+        # the value alone (aux's cotangent is None: no backward work reaches it)
+        seed = [(1.0, None)] if self.has_aux else []
+        try:
+            if pool is None:
+                value, grads = fn(*values, *seed)
+            else:
+                value, grads = self._with_workspace(pool, values, out, seed)
+        except Exception as exc:
+            _explain_output(self, args, kwargs, exc)
+            raise
+        if self.has_aux:
+            value, aux = value
+        _check_scalar(self, value)
         if out is not None:
             grads = _write_into(
                 out, grads if isinstance(self.argnums, tuple) else grads[0]
             )
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
+        if self.has_aux:
+            return ((value, aux), grads) if self.with_value else (grads, aux)
         return (value, grads) if self.with_value else grads
 
-    def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
+    def _with_workspace(
+        self, pool: Any, values: list, out: Any, seed: list = ()
+    ) -> tuple:
         """Run the emitted function with preallocated buffers for these shapes.
 
         ``out=`` arrays go to the function (its ``finalize`` writes into them); the
@@ -185,10 +201,79 @@ class GradientFunction(CompiledModule):
             results = out if isinstance(self.argnums, tuple) else (out,)
             if not isinstance(results, tuple) or len(results) != len(self._argnums):
                 results = None
-        (value, grads), ws = pool.call(shape_key(values), values, results)
-        if ws is not None and ws.owns(value):
-            value = value.copy()
+        (value, grads), ws = pool.call(
+            shape_key(values), list(values) + list(seed), results
+        )
+        if ws is not None:
+            value = _unshare(value, ws)
         return value, grads
+
+
+def _unshare(value: Any, ws: Any) -> Any:
+    """``value`` with every workspace buffer in it (aux included) copied."""
+    if isinstance(value, tuple):
+        return tuple(_unshare(v, ws) for v in value)
+    if isinstance(value, list):
+        return [_unshare(v, ws) for v in value]
+    if isinstance(value, dict):
+        return {k: _unshare(v, ws) for k, v in value.items()}
+    return value.copy() if ws.owns(value) else value
+
+
+def _name(gf: GradientFunction) -> str:
+    return getattr(gf.fun, "__qualname__", None) or repr(gf.fun)
+
+
+def _check_scalar(gf: GradientFunction, value: Any) -> None:
+    """Refuse a differentiated output that is not a scalar, saying what to do."""
+    if isinstance(value, (tuple, list, dict)):
+        raise NonScalarOutputError(_container_message(gf, value))
+    if not (type(value) is float or np.size(value) == 1):
+        raise NonScalarOutputError(
+            f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "
+            "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
+            "output separately."
+        )
+
+
+def _container_message(gf: GradientFunction, value: Any) -> str:
+    what = f"a {type(value).__name__} of {len(value)} values"
+    if gf.has_aux:
+        return (
+            f"{_name(gf)} returned {what} as its differentiated value; with "
+            "has_aux=True it must return a pair (value, aux) whose value is a scalar"
+        )
+    return (
+        f"{_name(gf)} returned {what}; grad needs a scalar output. If the other "
+        "values are auxiliary data (metrics, states), return (loss, aux) and pass "
+        "has_aux=True: grad(f, has_aux=True) gives (gradient, aux), "
+        "value_and_grad(f, has_aux=True) gives ((loss, aux), gradient)."
+    )
+
+
+def _explain_output(gf: GradientFunction, args: tuple, kwargs: dict, exc: Exception):
+    """The emitted function failed: when the cause is the output's structure (a
+    tuple without has_aux, no pair with it), raise a clear error instead.  Runs
+    the user's function once more, on the failure path only."""
+    try:
+        result = gf.fun(*args, **kwargs)
+    except Exception:
+        return  # the function itself fails: the original error says more
+    if gf.has_aux:
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            shape = (
+                f"a {type(result).__name__} of {len(result)} values"
+                if isinstance(result, (tuple, list, dict))
+                else f"a {type(result).__name__}"
+            )
+            raise NonScalarOutputError(
+                f"has_aux=True: {_name(gf)} must return a pair (value, aux), but it "
+                f"returned {shape}"
+            ) from exc
+        if isinstance(result[0], (tuple, list, dict)):
+            raise NonScalarOutputError(_container_message(gf, result[0])) from exc
+    elif isinstance(result, (tuple, list, dict)):
+        raise NonScalarOutputError(_container_message(gf, result)) from exc
 
 
 def _write_into(out: Any, grads: Any) -> Any:
@@ -234,16 +319,34 @@ def _derivative_rule(fun: Any) -> Callable[..., Callable] | None:
 
 
 def _differentiate(
-    fun: Callable, argnums: int | tuple[int, ...], with_value: bool, optimize: bool
+    fun: Callable,
+    argnums: int | tuple[int, ...],
+    with_value: bool,
+    optimize: bool,
+    has_aux: bool = False,
 ) -> Callable:
     """What ``grad(fun)`` / ``value_and_grad(fun)`` returns."""
-    if isinstance(fun, (int, tuple)):
+    if isinstance(fun, (int, tuple, list)):
         raise TypeError(
             "pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)"
         )
+    argnums = normalize_argnums(argnums)
     rule = _derivative_rule(fun)
     if rule is not None:
+        if has_aux:
+            raise TypeError("has_aux=True is not supported for derivatives of derivatives")
         return rule(fun, argnums, with_value)
+    from s2sad import adapters
+
+    bound = adapters.unwrap(fun)
+    if bound is not None:  # functools.partial, bound method
+        target, prefix, keywords = bound
+        inner = _differentiate(
+            target, adapters.shift(argnums, len(prefix)), with_value, optimize, has_aux
+        )
+        return adapters.BoundGradient(fun, inner, prefix, keywords)
+    if adapters.is_rule_only(fun):  # np.sin, abs, math.exp: no source, a rule
+        return adapters.RuleGradient(fun, argnums, with_value, has_aux)
     if isinstance(fun, GradientFunction):
         raise TypeError(
             "grad of a grad function is computed by s2sad.higher (forward over "
@@ -255,7 +358,7 @@ def _differentiate(
             "jacobian) is not supported: for second derivatives use s2sad.hvp(f), "
             "s2sad.hessian(f) or s2sad.grad(s2sad.grad(f))"
         )
-    return GradientFunction(fun, argnums, with_value, optimize)
+    return GradientFunction(fun, argnums, with_value, optimize, has_aux)
 
 
 # ---------------------------------------------------------------- public decorators
@@ -263,8 +366,9 @@ def _differentiate(
 
 def grad(
     fun: Callable | None = None,
-    argnums: int | tuple[int, ...] = 0,
+    argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     optimize: bool = True,
 ) -> Any:
     """Gradient of a scalar function with respect to ``argnums`` (default 0).
@@ -279,19 +383,29 @@ def grad(
     itself be a ``grad`` function with a scalar gradient: ``grad(grad(f))`` is
     the second derivative (forward over reverse).  ``optimize=False`` emits the
     plain form: no buffers and no dead-code removal.
+
+    ``argnums`` may be any sequence (a list acts as a tuple).  With
+    ``has_aux=True`` ``fun`` returns ``(value, aux)``: only ``value`` is
+    differentiated and the call returns ``(gradient, aux)``.  ``fun`` may also be
+    a ``functools.partial``, a bound method, a lambda, or a NumPy ufunc / builtin /
+    ``math`` function (differentiated through its registered rule).
     """
     if fun is None:
-        return lambda f: _differentiate(f, argnums, False, optimize)
-    return _differentiate(fun, argnums, False, optimize)
+        return lambda f: _differentiate(f, argnums, False, optimize, has_aux)
+    return _differentiate(fun, argnums, False, optimize, has_aux)
 
 
 def value_and_grad(
     fun: Callable | None = None,
-    argnums: int | tuple[int, ...] = 0,
+    argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     optimize: bool = True,
 ) -> Any:
-    """Like :func:`grad`, but the function returns ``(value, gradient)``."""
+    """Like :func:`grad`, but the function returns ``(value, gradient)``.
+
+    With ``has_aux=True`` it returns ``((value, aux), gradient)``.
+    """
     if fun is None:
-        return lambda f: _differentiate(f, argnums, True, optimize)
-    return _differentiate(fun, argnums, True, optimize)
+        return lambda f: _differentiate(f, argnums, True, optimize, has_aux)
+    return _differentiate(fun, argnums, True, optimize, has_aux)

@@ -22,6 +22,30 @@ def argnums_tuple(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
     return argnums if isinstance(argnums, tuple) else (argnums,)
 
 
+def normalize_argnums(argnums: Any) -> int | tuple[int, ...]:
+    """``argnums`` as the transforms keep it: an int, or a tuple for any sequence.
+
+    JAX's convention: ``argnums=[0, 1]`` behaves as ``(0, 1)`` (the gradients come
+    back as a tuple); NumPy integers count as ints.  Anything else is a TypeError
+    naming what was passed.
+    """
+    if isinstance(argnums, (int, np.integer)) and not isinstance(
+        argnums, (bool, np.bool_)
+    ):
+        return int(argnums)
+    if isinstance(argnums, (str, bytes, dict)) or not hasattr(argnums, "__iter__"):
+        raise TypeError(
+            f"argnums must be an int or a sequence of ints, not {argnums!r}"
+        )
+    items = tuple(argnums)
+    for i in items:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)):
+            raise TypeError(
+                f"argnums must be an int or a sequence of ints; {argnums!r} holds {i!r}"
+            )
+    return tuple(int(i) for i in items)
+
+
 class CallBinding:
     """A function's signature, ready to turn calls into its argument list."""
 
