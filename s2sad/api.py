@@ -334,7 +334,9 @@ def _differentiate(
     rule = _derivative_rule(fun)
     if rule is not None:
         if has_aux:
-            raise TypeError("has_aux=True is not supported for derivatives of derivatives")
+            raise TypeError(
+                "has_aux=True is not supported for derivatives of derivatives"
+            )
         return rule(fun, argnums, with_value)
     from s2sad import adapters
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
+from s2sad.runtime import pytrees
 from s2sad.runtime.workspace import worthwhile
 
 
@@ -124,7 +125,12 @@ def check_differentiable(
     in the message (``"derivatives"`` for forward mode).
     """
     where = f"argument '{name}'{path} (argnums={index})"
-    if isinstance(value, dict):
+    if value is None:
+        return  # an empty subtree: its gradient is None
+    if pytrees.is_object_node(value):  # namedtuple, dataclass, registered class
+        for step, v in pytrees.children(value):
+            check_differentiable(v, name, index, what, path + step)
+    elif isinstance(value, dict):
         for k, v in value.items():
             check_differentiable(v, name, index, what, f"{path}[{k!r}]")
     elif isinstance(value, (list, tuple)):
@@ -144,5 +150,6 @@ def check_differentiable(
     elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
         raise NonDifferentiableArgumentError(
             f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
-            "arrays and dicts/lists/tuples of them."
+            "arrays and pytrees of them (dicts, lists, tuples, namedtuples, "
+            "dataclasses, classes registered with s2sad.register_pytree)."
         )

@@ -108,3 +108,7 @@ class ArgnumsError(S2SADError, IndexError):
 
 class MissingDependencyError(S2SADError, ImportError):
     """A package s2sad needs for this step is not installed."""
+
+
+class GradientCheckError(S2SADError, AssertionError):
+    """``s2sad.check_grads`` found derivatives that disagree with finite differences."""

@@ -101,7 +101,9 @@ def test_a_tuple_output_without_has_aux_suggests_it():
 
 
 def test_has_aux_without_a_pair_is_a_clear_error():
-    with pytest.raises(NonScalarOutputError, match=r"must return a pair \(value, aux\)"):
+    with pytest.raises(
+        NonScalarOutputError, match=r"must return a pair \(value, aux\)"
+    ):
         s2sad.grad(plain, has_aux=True)(X, Y)
 
 
