@@ -22,6 +22,11 @@ __all__ = [
     "hvp",
     "hessian",
     "jacobian",
+    "jacfwd",
+    "jacrev",
+    "vjp",
+    "check_grads",
+    "register_pytree",
     "adjoint",
     "nondifferentiable",
     "__version__",
@@ -35,6 +40,11 @@ _HOMES = {
     "hvp": "higher",
     "hessian": "jacobians",
     "jacobian": "jacobians",
+    "jacfwd": "functional",
+    "jacrev": "functional",
+    "vjp": "functional",
+    "check_grads": "checks",
+    "register_pytree": "runtime.pytrees",
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,9 +28,10 @@ from s2sad.binding import (
     numpy_floats,
     primal_or_raise,
     python_floats,
+    normalize_argnums,
     type_signature,
 )
-from s2sad.errors import GlobalsChangedError, NonScalarOutputError
+from s2sad.errors import GlobalsChangedError, NonScalarOutputError, S2SADError
 from s2sad.options import Options, debug_nans_from_env
 from s2sad.runtime.workspace import shape_key
 
@@ -81,12 +82,15 @@ class GradientFunction(CompiledModule):
         with_value: bool,
         optimize: bool = True,
         debug_nans: bool = False,
+        has_aux: bool = False,
     ):
         if not callable(fun):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
-        self.argnums = argnums
+        self.argnums = normalize_argnums(argnums)
         self.with_value = with_value
+        #: f returns ``(value, aux)``: value is differentiated, aux handed back as is
+        self.has_aux = bool(has_aux)
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
@@ -99,6 +103,12 @@ class GradientFunction(CompiledModule):
     @property
     def _argnums(self) -> tuple[int, ...]:
         return argnums_tuple(self.argnums)
+
+    def __repr__(self) -> str:
+        kind = "value_and_grad" if self.with_value else "grad"
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        aux = ", has_aux=True" if self.has_aux else ""
+        return f"<s2sad.{kind} of {name}, argnums={self.argnums!r}{aux}>"
 
     # -- compiled module
     def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -158,28 +168,33 @@ class GradientFunction(CompiledModule):
             ):
                 # the slow path: pytrees, errors
                 check_differentiable(v, self._call.names[i], i)
+        # has_aux: the output is (value, aux); seeding (1.0, None) differentiates
+        # the value alone (aux's cotangent is None: no backward work reaches it)
+        seed = [(1.0, None)] if self.has_aux else []
         try:
-            value, grads = self._run(values, out)
+            value, grads = self._run(values, out, seed)
         except FLOAT_ERRORS as exc:
             fn = self._module(values)[0]
-            value, grads = self._with_numpy_floats(fn, values, exc)
-        if not (type(value) is float or np.size(value) == 1) or isinstance(
-            value, (tuple, list, dict)
-        ):
-            raise NonScalarOutputError(
-                f"{self.fun.__qualname__} returned a value of shape {np.shape(value)}; grad needs "
-                "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
-                "output separately."
-            )
+            value, grads = self._with_numpy_floats(fn, values, exc, seed)
+        except S2SADError:
+            raise  # compile errors say what is wrong; the function must not run again
+        except Exception as exc:
+            _explain_output(self, args, kwargs, exc)
+            raise
+        if self.has_aux:
+            value, aux = value
+        _check_scalar(self, value)
         if out is not None:
             grads = _write_into(
                 out, grads if isinstance(self.argnums, tuple) else grads[0]
             )
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
+        if self.has_aux:
+            return ((value, aux), grads) if self.with_value else (grads, aux)
         return (value, grads) if self.with_value else grads
 
-    def _run(self, values: list, out: Any) -> tuple:
+    def _run(self, values: list, out: Any, seed: list) -> tuple:
         """The emitted function's ``(value, grads)``; compiled again when a global it
         was specialised on has been rebound (its first statement checks them)."""
         for attempt in range(3):
@@ -188,25 +203,29 @@ class GradientFunction(CompiledModule):
             fn, _, _, pool = self._module(values, fresh=attempt == 2)
             try:
                 if pool is None:
-                    return fn(*values)
-                return self._with_workspace(pool, values, out)
+                    return fn(*values, *seed)
+                return self._with_workspace(pool, values, out, seed)
             except GlobalsChangedError:
                 if attempt == 2:
                     raise
                 self._compiled.pop(type_signature(values), None)
         raise AssertionError("unreachable")
 
-    def _with_numpy_floats(self, fn: Callable, values: list, exc: Exception) -> tuple:
+    def _with_numpy_floats(
+        self, fn: Callable, values: list, exc: Exception, seed: list
+    ) -> tuple:
         """Python float arithmetic raised in derivative code (``g / x`` at ``x =
         0.0``): run again on ``np.float64`` arguments, for NumPy's inf, nan and
         warnings, as the user's function gets them; float gradients stay floats."""
         value = primal_or_raise(self.fun, values, exc)
-        _, grads = fn(*numpy_floats(values))
+        _, grads = fn(*numpy_floats(values), *seed)
         return value, tuple(
             python_floats(g, values[i]) for g, i in zip(grads, self._argnums)
         )
 
-    def _with_workspace(self, pool: Any, values: list, out: Any) -> tuple:
+    def _with_workspace(
+        self, pool: Any, values: list, out: Any, seed: list = ()
+    ) -> tuple:
         """Run the emitted function with preallocated buffers for these shapes.
 
         ``out=`` arrays go to the function (its ``finalize`` writes into them); the
@@ -217,10 +236,79 @@ class GradientFunction(CompiledModule):
             results = out if isinstance(self.argnums, tuple) else (out,)
             if not isinstance(results, tuple) or len(results) != len(self._argnums):
                 results = None
-        (value, grads), ws = pool.call(shape_key(values), values, results)
-        if ws is not None and ws.owns(value):
-            value = value.copy()
+        (value, grads), ws = pool.call(
+            shape_key(values), list(values) + list(seed), results
+        )
+        if ws is not None:
+            value = _unshare(value, ws)
         return value, grads
+
+
+def _unshare(value: Any, ws: Any) -> Any:
+    """``value`` with every workspace buffer in it (aux included) copied."""
+    if isinstance(value, tuple):
+        return tuple(_unshare(v, ws) for v in value)
+    if isinstance(value, list):
+        return [_unshare(v, ws) for v in value]
+    if isinstance(value, dict):
+        return {k: _unshare(v, ws) for k, v in value.items()}
+    return value.copy() if ws.owns(value) else value
+
+
+def _name(gf: GradientFunction) -> str:
+    return getattr(gf.fun, "__qualname__", None) or repr(gf.fun)
+
+
+def _check_scalar(gf: GradientFunction, value: Any) -> None:
+    """Refuse a differentiated output that is not a scalar, saying what to do."""
+    if isinstance(value, (tuple, list, dict)):
+        raise NonScalarOutputError(_container_message(gf, value))
+    if not (type(value) is float or np.size(value) == 1):
+        raise NonScalarOutputError(
+            f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "
+            "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
+            "output separately."
+        )
+
+
+def _container_message(gf: GradientFunction, value: Any) -> str:
+    what = f"a {type(value).__name__} of {len(value)} values"
+    if gf.has_aux:
+        return (
+            f"{_name(gf)} returned {what} as its differentiated value; with "
+            "has_aux=True it must return a pair (value, aux) whose value is a scalar"
+        )
+    return (
+        f"{_name(gf)} returned {what}; grad needs a scalar output. If the other "
+        "values are auxiliary data (metrics, states), return (loss, aux) and pass "
+        "has_aux=True: grad(f, has_aux=True) gives (gradient, aux), "
+        "value_and_grad(f, has_aux=True) gives ((loss, aux), gradient)."
+    )
+
+
+def _explain_output(gf: GradientFunction, args: tuple, kwargs: dict, exc: Exception):
+    """The emitted function failed: when the cause is the output's structure (a
+    tuple without has_aux, no pair with it), raise a clear error instead.  Runs
+    the user's function once more, on the failure path only."""
+    try:
+        result = gf.fun(*args, **kwargs)
+    except Exception:
+        return  # the function itself fails: the original error says more
+    if gf.has_aux:
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            shape = (
+                f"a {type(result).__name__} of {len(result)} values"
+                if isinstance(result, (tuple, list, dict))
+                else f"a {type(result).__name__}"
+            )
+            raise NonScalarOutputError(
+                f"has_aux=True: {_name(gf)} must return a pair (value, aux), but it "
+                f"returned {shape}"
+            ) from exc
+        if isinstance(result[0], (tuple, list, dict)):
+            raise NonScalarOutputError(_container_message(gf, result[0])) from exc
+    elif isinstance(result, (tuple, list, dict)):
+        raise NonScalarOutputError(_container_message(gf, result)) from exc
 
 
 def _write_into(out: Any, grads: Any) -> Any:
@@ -271,15 +359,37 @@ def _differentiate(
     with_value: bool,
     optimize: bool,
     debug_nans: bool | None = None,
+    has_aux: bool = False,
 ) -> Callable:
     """What ``grad(fun)`` / ``value_and_grad(fun)`` returns."""
-    if isinstance(fun, (int, tuple)):
+    if isinstance(fun, (int, tuple, list)):
         raise TypeError(
             "pass argnums by keyword: grad(f, argnums=...) or @grad(argnums=...)"
         )
+    argnums = normalize_argnums(argnums)
     rule = _derivative_rule(fun)
     if rule is not None:
+        if has_aux:
+            raise TypeError(
+                "has_aux=True is not supported for derivatives of derivatives"
+            )
         return rule(fun, argnums, with_value)
+    from s2sad import adapters
+
+    bound = adapters.unwrap(fun)
+    if bound is not None:  # functools.partial, bound method
+        target, prefix, keywords = bound
+        inner = _differentiate(
+            target,
+            adapters.shift(argnums, len(prefix)),
+            with_value,
+            optimize,
+            debug_nans,
+            has_aux,
+        )
+        return adapters.BoundGradient(fun, inner, prefix, keywords)
+    if adapters.is_rule_only(fun):  # np.sin, abs, math.exp: no source, a rule
+        return adapters.RuleGradient(fun, argnums, with_value, has_aux)
     if isinstance(fun, GradientFunction):
         raise TypeError(
             "grad of a grad function is computed by s2sad.higher (forward over "
@@ -293,7 +403,7 @@ def _differentiate(
         )
     if debug_nans is None:
         debug_nans = debug_nans_from_env()
-    return GradientFunction(fun, argnums, with_value, optimize, debug_nans)
+    return GradientFunction(fun, argnums, with_value, optimize, debug_nans, has_aux)
 
 
 # ---------------------------------------------------------------- public decorators
@@ -301,8 +411,9 @@ def _differentiate(
 
 def grad(
     fun: Callable | None = None,
-    argnums: int | tuple[int, ...] = 0,
+    argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     optimize: bool = True,
     debug_nans: bool | None = None,
 ) -> Any:
@@ -324,20 +435,32 @@ def grad(
     naming the source line and the operand; the default (None) reads the
     environment variable ``S2SAD_DEBUG_NANS`` (``1`` switches it on) when
     ``grad`` is called.  Off, the emitted code has no checks at all.
+
+    ``argnums`` may be any sequence (a list acts as a tuple).  With
+    ``has_aux=True`` ``fun`` returns ``(value, aux)``: only ``value`` is
+    differentiated and the call returns ``(gradient, aux)``.  ``fun`` may also be
+    a ``functools.partial``, a bound method, a lambda, or a NumPy ufunc / builtin /
+    ``math`` function (differentiated through its registered rule).
     """
     if fun is None:
-        return lambda f: _differentiate(f, argnums, False, optimize, debug_nans)
-    return _differentiate(fun, argnums, False, optimize, debug_nans)
+        return lambda f: _differentiate(
+            f, argnums, False, optimize, debug_nans, has_aux
+        )
+    return _differentiate(fun, argnums, False, optimize, debug_nans, has_aux)
 
 
 def value_and_grad(
     fun: Callable | None = None,
-    argnums: int | tuple[int, ...] = 0,
+    argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     optimize: bool = True,
     debug_nans: bool | None = None,
 ) -> Any:
-    """Like :func:`grad`, but the function returns ``(value, gradient)``."""
+    """Like :func:`grad`, but the function returns ``(value, gradient)``.
+
+    With ``has_aux=True`` it returns ``((value, aux), gradient)``.
+    """
     if fun is None:
-        return lambda f: _differentiate(f, argnums, True, optimize, debug_nans)
-    return _differentiate(fun, argnums, True, optimize, debug_nans)
+        return lambda f: _differentiate(f, argnums, True, optimize, debug_nans, has_aux)
+    return _differentiate(fun, argnums, True, optimize, debug_nans, has_aux)

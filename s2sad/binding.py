@@ -15,12 +15,37 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
+from s2sad.runtime import pytrees
 from s2sad.runtime.workspace import worthwhile
 
 
 def argnums_tuple(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
     """``argnums`` as a tuple (an int selects one argument)."""
     return argnums if isinstance(argnums, tuple) else (argnums,)
+
+
+def normalize_argnums(argnums: Any) -> int | tuple[int, ...]:
+    """``argnums`` as the transforms keep it: an int, or a tuple for any sequence.
+
+    JAX's convention: ``argnums=[0, 1]`` behaves as ``(0, 1)`` (the gradients come
+    back as a tuple); NumPy integers count as ints.  Anything else is a TypeError
+    naming what was passed.
+    """
+    if isinstance(argnums, (int, np.integer)) and not isinstance(
+        argnums, (bool, np.bool_)
+    ):
+        return int(argnums)
+    if isinstance(argnums, (str, bytes, dict)) or not hasattr(argnums, "__iter__"):
+        raise TypeError(
+            f"argnums must be an int or a sequence of ints, not {argnums!r}"
+        )
+    items = tuple(argnums)
+    for i in items:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)):
+            raise TypeError(
+                f"argnums must be an int or a sequence of ints; {argnums!r} holds {i!r}"
+            )
+    return tuple(int(i) for i in items)
 
 
 class CallBinding:
@@ -101,7 +126,12 @@ def check_differentiable(
     in the message (``"derivatives"`` for forward mode).
     """
     where = f"argument '{name}'{path} (argnums={index})"
-    if isinstance(value, dict):
+    if value is None:
+        return  # an empty subtree: its gradient is None
+    if pytrees.is_object_node(value):  # namedtuple, dataclass, registered class
+        for step, v in pytrees.children(value):
+            check_differentiable(v, name, index, what, path + step)
+    elif isinstance(value, dict):
         for k, v in value.items():
             check_differentiable(v, name, index, what, f"{path}[{k!r}]")
     elif isinstance(value, (list, tuple)):
@@ -121,7 +151,8 @@ def check_differentiable(
     elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
         raise NonDifferentiableArgumentError(
             f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
-            "arrays and dicts/lists/tuples of them."
+            "arrays and pytrees of them (dicts, lists, tuples, namedtuples, "
+            "dataclasses, classes registered with s2sad.register_pytree)."
         )
 
 

@@ -147,3 +147,7 @@ class GlobalsChangedError(S2SADError):
     ``s2sad.grad`` (and the other transforms) catch it and compile again; a module
     written by ``s2sad compile`` raises it to say the file must be regenerated.
     """
+
+
+class GradientCheckError(S2SADError, AssertionError):
+    """``s2sad.check_grads`` found derivatives that disagree with finite differences."""

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,24 +34,37 @@ from s2sad.api import (
     GradientFunction,
     register_derivative_rule,
 )
+from s2sad import adapters
 from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
     check_differentiable,
     numpy_floats,
+    normalize_argnums,
     object_signature,
     primal_or_raise,
 )
 from s2sad.errors import NonScalarOutputError
 from s2sad.options import Options
-from s2sad.runtime import support
+from s2sad.runtime import pytrees, support
 
 
 def _tangent_like(t: Any, x: Any, where: str) -> Any:
     """The caller's tangent in ``x``'s structure, shape and float dtype (None: zeros)."""
     if t is None:
         return support.zeros_like(x)
+    if pytrees.is_object_node(x):  # namedtuple, dataclass, registered class
+        kids = pytrees.cotangent_children(t, x)
+        return pytrees.rebuild(
+            x,
+            [
+                _tangent_like(ti, xi, f"{where}{step}")
+                for ti, (step, xi) in zip(kids, pytrees.children(x))
+            ],
+        )
+    if x is None:
+        return None
     if isinstance(x, dict):
         if not isinstance(t, dict) or set(t) - set(x):
             raise ValueError(
@@ -276,18 +289,96 @@ class JvpFunction(CompiledModule, ForwardFunction):
         return target.output(value), target.output(tangent)
 
 
-def jvp(fun: Callable | None = None, argnums: int | tuple[int, ...] = 0):
+_MISSING = object()
+
+
+def jvp(
+    fun: Callable | None = None,
+    argnums: Any = 0,
+    tangents: Any = _MISSING,
+    *,
+    has_aux: bool = False,
+):
     """Forward mode: ``jvp(f)(*args, tangents) -> (f(*args), J tangents)``.
 
     Usable as ``@s2sad.jvp``, ``@s2sad.jvp(argnums=(0, 1))`` or ``s2sad.jvp(f)``.
     ``f`` may also be a ``grad``/``value_and_grad`` function (forward over
     reverse) or another ``jvp`` function (differentiated in its primal inputs).
+
+    JAX's form computes at once: ``jvp(f, primals, tangents) -> (out, t_out)``
+    (``(out, t_out, aux)`` with ``has_aux=True``), one tangent per primal.
     """
+    if tangents is not _MISSING:
+        return jvp_at(fun, argnums, tangents, has_aux)
+    if has_aux:
+        raise TypeError(
+            "has_aux is for JAX's form jvp(f, primals, tangents, has_aux=True)"
+        )
+    if not isinstance(argnums, int):
+        argnums = normalize_argnums(argnums)
     if fun is None:
         return lambda f: JvpFunction(f, argnums)
     if isinstance(fun, (int, tuple)):
         raise TypeError("pass argnums by keyword: jvp(f, argnums=...)")
     return JvpFunction(fun, argnums)
+
+
+def jvp_target(fun: Callable, n: int) -> tuple[Callable, tuple, dict, tuple[int, ...]]:
+    """(function to compile, leading arguments, keywords, positions of the n primals)."""
+    bound = adapters.unwrap(fun)
+    target, prefix, keywords = bound if bound is not None else (fun, (), {})
+    if adapters.is_rule_only(target) or not callable(target):
+        raise TypeError(
+            f"vjp/jvp need a Python function, not {target!r}; use s2sad.grad for "
+            "ufuncs and builtins"
+        )
+    return target, prefix, keywords, tuple(range(len(prefix), len(prefix) + n))
+
+
+def split_aux(out: Any, has_aux: bool, name: str) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise NonScalarOutputError(
+            f"has_aux=True: {name} must return a pair (value, aux), but it returned "
+            f"a {type(out).__name__}"
+        )
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------- jvp, JAX's form
+
+
+def jvp_at(
+    fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False
+) -> tuple:
+    """``jvp(f, primals, tangents) -> (out, J tangents)`` (``(out, t_out, aux)``
+    with ``has_aux``): every primal is differentiated."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(
+        tangents, (tuple, list)
+    ):
+        raise TypeError("jvp(f, primals, tangents): primals and tangents are tuples")
+    if len(primals) != len(tangents):
+        raise ValueError(
+            f"jvp: {len(primals)} primals but {len(tangents)} tangents; give one "
+            "tangent per primal"
+        )
+    target, prefix, keywords, nums = jvp_target(fun, len(primals))
+    if keywords:
+        raise TypeError(
+            "jvp of a functools.partial with keyword arguments: bind them "
+            "positionally, or pass them to the function"
+        )
+    jf = JvpFunction(target, nums)
+    out, t_out = jf(*prefix, *primals, tuple(tangents))
+    if not has_aux:
+        return out, t_out
+    value, aux = split_aux(out, True, getattr(fun, "__qualname__", repr(fun)))
+    return (
+        value,
+        split_aux(t_out, True, getattr(fun, "__qualname__", repr(fun)))[0],
+        aux,
+    )
 
 
 # ---------------------------------------------------------------- second order

@@ -19,10 +19,15 @@ import numpy as np
 
 from s2sad.api import ForwardFunction
 from s2sad.binding import argnums_tuple
+from s2sad import functional
 from s2sad.errors import NonScalarOutputError
 from s2sad.higher import HvpFunction, JvpFunction, basis, reverse_function
 from s2sad.options import Options
-from s2sad.runtime import support
+from s2sad.runtime import pytrees, support
+
+
+def _is_tree(x: Any) -> bool:
+    return pytrees.children(x) is not None
 
 
 def _stack(columns: list[Any], in_shape: tuple, out_like: Any) -> Any:
@@ -47,6 +52,8 @@ class HessianFunction(ForwardFunction):
     def __call__(self, *args: Any) -> Any:
         nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
+        if any(_is_tree(x) for x in xs):  # pytrees: JAX's layout, jacfwd(grad(f))
+            return functional.hessian_tree(self.fun, self.argnums)(*args)
         zeros = [support.zeros_like(x) for x in xs]
         blocks = [[[] for _ in nums] for _ in nums]  # blocks[i][j]: columns of H_ij
         for j, x in enumerate(xs):
@@ -96,8 +103,15 @@ class JacobianFunction(ForwardFunction):
     def __call__(self, *args: Any) -> Any:
         nums = argnums_tuple(self.argnums)
         xs = [args[i] for i in nums]
-        for x in xs:
-            basis(x)  # refuses containers early
+        if any(_is_tree(x) for x in xs):  # pytrees: JAX's layout
+            fwd = self.mode == "forward" or (
+                self.mode == "auto"
+                and sum(int(np.size(v)) for x in xs for _, v in pytrees.leaves(x))
+                <= sum(int(np.size(v)) for _, v in pytrees.leaves(self.fun(*args)))
+            )
+            self.last_mode = "forward" if fwd else "reverse"
+            jac = functional.jacfwd if fwd else functional.jacrev
+            return jac(self.fun, self.argnums)(*args)
         mode = self.mode
         if mode == "auto":
             out = self.fun(*args)

@@ -221,10 +221,16 @@ def test_jacobian_of_several_arguments_and_scalar_output():
     J_x, J_A = s2sad.jacobian(fc.quadratic, argnums=(0, 1))(x, A)
     np.testing.assert_allclose(J_x, 0.5 * (A + A.T) @ x)
     np.testing.assert_allclose(J_A, 0.5 * np.outer(x, x))
-    with pytest.raises(TypeError, match="dicts, lists or tuples"):
-        s2sad.jacobian(fc.with_dict)(
-            {"W": np.ones((2, 2)), "b": np.ones(2)}, np.ones(2)
-        )
+    # pytrees (issue 15): JAX's layout, the same by forward and reverse mode
+    params, x = {"W": RNG.normal(size=(2, 2)), "b": RNG.normal(size=2)}, np.ones(2)
+    fwd = s2sad.jacobian(fc.with_dict, mode="forward")(params, x)
+    rev = s2sad.jacobian(fc.with_dict, mode="reverse")(params, x)
+    assert fwd["h"]["W"].shape == (2, 2, 2) and fwd["s"]["b"].shape == (2,)
+    for out in ("h", "s"):
+        for leaf in ("W", "b"):
+            np.testing.assert_allclose(fwd[out][leaf], rev[out][leaf], atol=1e-12)
+    h = np.tanh(params["W"] @ x + params["b"])
+    np.testing.assert_allclose(fwd["h"]["b"], np.diag(1 - h * h), atol=1e-12)
 
 
 # ---------------------------------------------------------------- adjoint rules without

@@ -120,8 +120,13 @@ def test_grad_refuses_every_forward_mode_object(make):
 def test_decorators_are_named_functions(name):
     fn = getattr(s2sad, name)
     assert fn.__name__ == name and fn.__module__ == "s2sad.api"
-    params = list(inspect.signature(fn).parameters)
-    assert params == ["fun", "argnums", "optimize", "debug_nans"]
+    assert list(inspect.signature(fn).parameters) == [
+        "fun",
+        "argnums",
+        "has_aux",
+        "optimize",
+        "debug_nans",
+    ]
     assert fn.__doc__ and "gradient" in fn.__doc__.lower()
 
 

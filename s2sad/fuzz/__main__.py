@@ -36,12 +36,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0", help="e.g. 0-4 or 0,3,7")
     ap.add_argument("--count", type=int, default=100, help="programs per seed")
     ap.add_argument("--out", default=None, help="folder for the reproductions")
-    ap.add_argument("--max-shrink", type=int, default=3, help="shrunk programs per failure key")
+    ap.add_argument(
+        "--max-shrink", type=int, default=3, help="shrunk programs per failure key"
+    )
     ap.add_argument("--shrink-checks", type=int, default=300, help="checks per shrink")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     ns = ap.parse_args(argv)
-    os.environ.setdefault("S2SAD_CACHE_DIR", tempfile.mkdtemp(prefix="s2sad-fuzz-cache-"))
+    os.environ.setdefault(
+        "S2SAD_CACHE_DIR", tempfile.mkdtemp(prefix="s2sad-fuzz-cache-")
+    )
     work = tempfile.mkdtemp(prefix="s2sad-fuzz-")
     if ns.out:
         os.makedirs(ns.out, exist_ok=True)
@@ -56,22 +60,30 @@ def main(argv=None) -> int:
             res = check(prog, work)
             counts[res.cls] += 1
             if ns.verbose:
-                print(f"seed {seed} program {index}: {res.cls} {res.phase} {res.exc}", flush=True)
+                print(
+                    f"seed {seed} program {index}: {res.cls} {res.phase} {res.exc}",
+                    flush=True,
+                )
             if res.cls not in FAILURES:
                 continue
             keys[res.key()] += 1
             if ns.no_shrink or shrunk[res.key()] >= ns.max_shrink:
                 continue
             shrunk[res.key()] += 1
-            small, sres, used = shrink(prog, res, max_checks=ns.shrink_checks, directory=work)
+            small, sres, used = shrink(
+                prog, res, max_checks=ns.shrink_checks, directory=work
+            )
             norm = re.sub(r"\d+\.\d+|\d+", "N", small.source)
             if norm in written:
                 continue
             name = f"{sres.cls}_{len(written) + 1}.py"
             written[norm] = name
-            print(f"seed {seed} program {index}: {'/'.join(filter(None, res.key()))}"
-                  f" -> {len(small.source.splitlines())} lines after {used} checks"
-                  + (f" ({name})" if ns.out else ""), flush=True)
+            print(
+                f"seed {seed} program {index}: {'/'.join(filter(None, res.key()))}"
+                f" -> {len(small.source.splitlines())} lines after {used} checks"
+                + (f" ({name})" if ns.out else ""),
+                flush=True,
+            )
             if ns.out:
                 with open(os.path.join(ns.out, name), "w") as f:
                     f.write(reproduction(small, sres))

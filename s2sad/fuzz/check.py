@@ -117,7 +117,9 @@ def unflatten(flat, like) -> list:
     for a in like:
         n = np.size(a)
         part = flat[i : i + n]
-        out.append(float(part[0]) if np.ndim(a) == 0 else part.reshape(np.shape(a)).copy())
+        out.append(
+            float(part[0]) if np.ndim(a) == 0 else part.reshape(np.shape(a)).copy()
+        )
         i += n
     return out
 
@@ -137,7 +139,9 @@ def finite_differences(fn, args, h) -> np.ndarray:
         up, down = x0.copy(), x0.copy()
         up[i] += h
         down[i] -= h
-        g[i] = (evaluate(fn, unflatten(up, args)) - evaluate(fn, unflatten(down, args))) / (2 * h)
+        g[i] = (
+            evaluate(fn, unflatten(up, args)) - evaluate(fn, unflatten(down, args))
+        ) / (2 * h)
     return g
 
 
@@ -164,7 +168,9 @@ def compare(value, grads, args, want_value, fd) -> str:
     if not isinstance(grads, tuple) or len(grads) != len(args):
         return f"gradient structure {type(grads).__name__}"
     for i, (g, a) in enumerate(zip(grads, args)):
-        if np.shape(g) != np.shape(a) or not isinstance(g, (float, np.ndarray, np.floating)):
+        if np.shape(g) != np.shape(a) or not isinstance(
+            g, (float, np.ndarray, np.floating)
+        ):
             return f"d/darg{i}: got {type(g).__name__} of shape {np.shape(g)}"
     got = flatten(grads)
     scale = 1.0 + np.max(np.abs(fd), initial=0.0)
@@ -207,7 +213,9 @@ def run_phase(fn, path, prog, points, phase) -> Result | None:
             return Result("unlocated", "compile", str(e)[:2000], name)
         return Result("refused", "compile", str(e)[:300], name)
     except Exception as e:  # noqa: BLE001 - any other exception is a crash
-        return Result("crash", "compile", f"{type(e).__name__}: {e}"[:2000], type(e).__name__)
+        return Result(
+            "crash", "compile", f"{type(e).__name__}: {e}"[:2000], type(e).__name__
+        )
     if prog.expected == "refused":
         return Result("unrefused", "compile", f"expected refusal of {prog.token!r}")
     calls = 3 if phase == "buffered" else 1
@@ -218,15 +226,21 @@ def run_phase(fn, path, prog, points, phase) -> Result | None:
                 with np.errstate(all="ignore"):
                     value, grads = dfn(*copy.deepcopy(args))
             except Exception as e:  # noqa: BLE001
-                return Result("crash", where, f"{type(e).__name__}: {e}"[:2000], type(e).__name__)
+                return Result(
+                    "crash", where, f"{type(e).__name__}: {e}"[:2000], type(e).__name__
+                )
             diff = compare(value, grads, args, want_value, fd)
             if diff:
                 return Result("wrong", where, f"point {p}: {diff}")
     return None
 
 
-def check(prog: Program, directory: str | None = None, timeout: float = 60.0,
-          phases: tuple = ("plain", "buffered")) -> Result:
+def check(
+    prog: Program,
+    directory: str | None = None,
+    timeout: float = 60.0,
+    phases: tuple = ("plain", "buffered"),
+) -> Result:
     """Classify one program (see the module docstring)."""
     directory = directory or tempfile.mkdtemp(prefix="s2sad-fuzz-")
     mod = None
@@ -239,13 +253,19 @@ def check(prog: Program, directory: str | None = None, timeout: float = 60.0,
     except (Exception, Timeout) as e:  # noqa: BLE001 - the program itself is broken
         if mod is not None:
             sys.modules.pop(mod.__name__, None)
-        return Result("invalid", "plain-numpy", f"{type(e).__name__}: {e}"[:500], type(e).__name__)
+        return Result(
+            "invalid", "plain-numpy", f"{type(e).__name__}: {e}"[:500], type(e).__name__
+        )
     if not points:
         sys.modules.pop(mod.__name__, None)
         return Result("invalid", "plain-numpy", "not smooth at any test point", "Kink")
     try:
         with time_limit(timeout):
-            res = run_phase(fn, path, prog, points, "plain") if "plain" in phases else None
+            res = (
+                run_phase(fn, path, prog, points, "plain")
+                if "plain" in phases
+                else None
+            )
             if res is None and "buffered" in phases:
                 with forced_buffers():
                     res = run_phase(fn, path, prog, points, "buffered")

@@ -211,7 +211,11 @@ class ExprGen:
         r = self.rng
         sh = r.choice(SHAPES)
         e = self.expr(sh, d)
-        lhs = e if sh == SCALAR and r.random() < 0.5 else f"np.{r.choice(['sum', 'mean'])}({e})"
+        lhs = (
+            e
+            if sh == SCALAR and r.random() < 0.5
+            else f"np.{r.choice(['sum', 'mean'])}({e})"
+        )
         c = f"{lhs} {r.choice(['>', '<'])} {round(r.uniform(-1, 1), 2)}"
         if r.random() < 0.15:
             c = f"{c} {r.choice(['and', 'or'])} {self.cond(0)}"
@@ -272,7 +276,9 @@ class ExprGen:
         if k == 4:  # slice of the other vector
             if n == N:
                 return f"{self.base(VK, d - 1)}[{r.choice(['0:3', '1:4', ':3', '1:'])}]"
-            return f"np.concatenate([{self.expr(VN, d - 1)}, {self.base(VN, d - 1)}[0:1]])"
+            return (
+                f"np.concatenate([{self.expr(VN, d - 1)}, {self.base(VN, d - 1)}[0:1]])"
+            )
         if k == 5:
             parts = ", ".join(self.expr(SCALAR, d - 1) for _ in range(n))
             return f"np.stack([{parts}])"
@@ -281,7 +287,11 @@ class ExprGen:
             return f"{self.base(shape, d - 1)}[{idx}]"
         if k == 7:
             return f"{self.base(shape, d - 1)}[::-1]"
-        return f"np.{r.choice(['cumsum', 'sort'])}({self.expr(shape, d - 1)})" if r.random() < 0.3 else self.ufunc(shape, d)
+        return (
+            f"np.{r.choice(['cumsum', 'sort'])}({self.expr(shape, d - 1)})"
+            if r.random() < 0.3
+            else self.ufunc(shape, d)
+        )
 
     def matrix(self, shape, d) -> str:
         r = self.rng
@@ -322,12 +332,20 @@ class ExprGen:
             elif kind == "const":
                 v = self.const(t)  # an argument that does not depend on the inputs
             else:
-                v = self.expr(t, d) if self.rng.random() < 0.7 else self.atom(t, viewish=True)
+                v = (
+                    self.expr(t, d)
+                    if self.rng.random() < 0.7
+                    else self.atom(t, viewish=True)
+                )
             out.append(f"{pname}={v}" if default is not None else v)
         return ", ".join(out)
 
     def dict_literal(self, t: dict, d) -> str:
-        names = [k for k, v in self.env.conts.items() if v == ("dict", t) and k not in self.env.noview]
+        names = [
+            k
+            for k, v in self.env.conts.items()
+            if v == ("dict", t) and k not in self.env.noview
+        ]
         if names and self.rng.random() < 0.5:
             return self.rng.choice(names)
         return "{" + ", ".join(f"{k!r}: {self.expr(v, d)}" for k, v in t.items()) + "}"

@@ -22,7 +22,18 @@ from dataclasses import dataclass, field
 
 from s2sad.fuzz.modules import ModuleParts
 from s2sad.fuzz.exprs import (
-    MATRICES, SCALAR, SHAPES, VECTORS, VK, VN, Env, ExprGen, Funcs, K, N, is_fresh,
+    MATRICES,
+    SCALAR,
+    SHAPES,
+    VECTORS,
+    VK,
+    VN,
+    Env,
+    ExprGen,
+    Funcs,
+    K,
+    N,
+    is_fresh,
 )
 
 HEADER = "import math\n\nimport numpy as np\n"
@@ -69,7 +80,11 @@ class Generator(ModuleParts, ExprGen):
         r = self.rng
         kinds = ["assign"] * 6 + ["rebind"] * 3 + ["aug"] * 2 + ["item"] * 2
         if depth < 2:
-            kinds += ["if"] * 2 + ["for"] * 2 + ["while", "closure", "list", "dict", "tuple", "call"]
+            kinds += (
+                ["if"] * 2
+                + ["for"] * 2
+                + ["while", "closure", "list", "dict", "tuple", "call"]
+            )
         if loop:
             kinds += ["jump"] * 3
         kind = r.choice(kinds)
@@ -81,7 +96,11 @@ class Generator(ModuleParts, ExprGen):
             src = self.expr(shape, d)
             if is_fresh(src):
                 return src
-            names = {n.id for n in ast.walk(ast.parse(src, mode="eval")) if isinstance(n, ast.Name)}
+            names = {
+                n.id
+                for n in ast.walk(ast.parse(src, mode="eval"))
+                if isinstance(n, ast.Name)
+            }
             if not names & self.env.noview:
                 return src
         return f"np.tanh({self.const(shape)})" if shape != SCALAR else "0.5"
@@ -130,7 +149,9 @@ class Generator(ModuleParts, ExprGen):
 
     def s_item(self, depth, loop, ret):
         r, env = self.rng, self.env
-        arrs = sorted(k for k in env.fresh if k in env.vars and (not loop or k in env.noview))
+        arrs = sorted(
+            k for k in env.fresh if k in env.vars and (not loop or k in env.noview)
+        )
         if not arrs or r.random() < 0.3:
             if loop:
                 return self.s_assign(depth, loop, ret)
@@ -160,7 +181,9 @@ class Generator(ModuleParts, ExprGen):
             return [f"{name}[{self.index(sh[0])}] += {self.rhs(SCALAR, 1)}"]
         if r.random() < 0.5:
             return [f"{name}[{self.index(sh[0])}] = {self.rhs(sh[1:], 1)}"]
-        return [f"{name}[{self.index(sh[0])}, {self.index(sh[1])}] = {self.rhs(SCALAR, 1)}"]
+        return [
+            f"{name}[{self.index(sh[0])}, {self.index(sh[1])}] = {self.rhs(SCALAR, 1)}"
+        ]
 
     def sub(self, n, depth, loop, ret, env=None):
         """A nested block generated in a copy of the environment; returns (lines, env)."""
@@ -212,7 +235,11 @@ class Generator(ModuleParts, ExprGen):
     def s_jump(self, depth, loop, ret):
         r = self.rng
         ints = list(self.env.ints)
-        c = f"{r.choice(ints)} == {r.randrange(2)}" if ints and r.random() < 0.4 else self.cond(0)
+        c = (
+            f"{r.choice(ints)} == {r.randrange(2)}"
+            if ints and r.random() < 0.4
+            else self.cond(0)
+        )
         what = r.choice(["break", "continue", "return"])
         if what == "return" and isinstance(ret, list):
             what = f"return {self.expr(ret[0], 1)}, {self.expr(ret[1], 1)}"
@@ -248,7 +275,11 @@ class Generator(ModuleParts, ExprGen):
         self.env = saved
         self.env.alias(item)
         self.env.conts[name] = ("list", sh, n)
-        lines = [f"{name} = []", f"for {var} in range({n}):", f"    {name}.append({item})"]
+        lines = [
+            f"{name} = []",
+            f"for {var} in range({n}):",
+            f"    {name}.append({item})",
+        ]
         v = self.fresh_name()
         use = r.choice(["sum", "stack", "item"])
         if use == "stack" and (n,) + sh not in SHAPES:
@@ -269,7 +300,11 @@ class Generator(ModuleParts, ExprGen):
         lines = [f"{name} = {src}"]
         if r.random() < 0.4:
             acc = self.fresh_name("acc")
-            lines += [f"{acc} = 0.0", f"for key, val in {name}.items():", f"    {acc} = {acc} + np.sum(val)"]
+            lines += [
+                f"{acc} = 0.0",
+                f"for key, val in {name}.items():",
+                f"    {acc} = {acc} + np.sum(val)",
+            ]
             self.env.vars[acc] = SCALAR
         return lines
 
@@ -330,7 +365,9 @@ def generate(seed: int, index: int = 0, refuse_rate: float = 0.08) -> Program:
             for i, ln in enumerate(lines)
             if i > 0 and not ln.startswith(("     ", "    elif", "    else"))
         ]
-        at = 1 if prog.token.startswith("x") else rng.choice(tops)  # x still the argument
+        at = (
+            1 if prog.token.startswith("x") else rng.choice(tops)
+        )  # x still the argument
         lines[at:at] = ["    " + s for s in snippet]
         prog.expected = "refused"
     parts.append(lines)

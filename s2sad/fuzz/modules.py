@@ -31,7 +31,9 @@ class ModuleParts:
             out.append(("c", "arg", SCALAR, repr(round(r.uniform(-1, 1), 2))))
         return out
 
-    def function(self, name: str, env: Env, params: list, indent: str = "") -> list[str]:
+    def function(
+        self, name: str, env: Env, params: list, indent: str = ""
+    ) -> list[str]:
         """A helper (or method) with a generated body; registers it for calls."""
         r = self.rng
         result = [self.shape(), self.shape()] if r.random() < 0.2 else self.shape()
@@ -44,7 +46,9 @@ class ModuleParts:
         self.env = saved
         sig = ", ".join(p[0] if p[3] is None else f"{p[0]}={p[3]}" for p in params)
         self_arg = "self, " if indent else ""
-        lines = [f"def {name.split('.')[-1]}({self_arg}{sig}):"] + ["    " + b for b in body]
+        lines = [f"def {name.split('.')[-1]}({self_arg}{sig}):"] + [
+            "    " + b for b in body
+        ]
         self.funcs.add(name, params, result)
         return [indent + ln for ln in lines]
 
@@ -81,7 +85,11 @@ class ModuleParts:
                 params.insert(0, ("k", "const", SCALAR, None))
             lines += [""] + self.function(f"MODEL.m{m}", env, params, "    ")
         bias = self.const((N,))
-        return lines + ["", "", f"MODEL = Model({round(self.rng.uniform(0.5, 2), 2)}, {bias})"]
+        return lines + [
+            "",
+            "",
+            f"MODEL = Model({round(self.rng.uniform(0.5, 2), 2)}, {bias})",
+        ]
 
     def target(self) -> tuple[list[str], dict]:
         r = self.rng
@@ -102,6 +110,10 @@ class ModuleParts:
         for name, t in self.env.conts.items():
             if t[0] == "list" and r.random() < 0.5:
                 terms.append(f"np.sum({name}[-1])")
-        body.append("return " + " + ".join(f"{round(r.uniform(0.3, 1.5), 2)} * {t}" for t in terms))
-        return ["def target(" + ", ".join(shapes) + "):"] + ["    " + b for b in body], shapes
-
+        body.append(
+            "return "
+            + " + ".join(f"{round(r.uniform(0.3, 1.5), 2)} * {t}" for t in terms)
+        )
+        return ["def target(" + ", ".join(shapes) + "):"] + [
+            "    " + b for b in body
+        ], shapes

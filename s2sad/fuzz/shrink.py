@@ -84,10 +84,15 @@ def candidates(tree: ast.Module) -> Iterator[Callable[[ast.Module], None]]:
                     yield _unwrap(li, si, "orelse")
     for ei, (parent, f, i) in enumerate(_exprs(tree)):  # 3. simpler expressions
         node = _get(parent, f, i)
-        for ci, child in enumerate(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):
+        for ci, child in enumerate(
+            c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)
+        ):
             yield _replace_child(ei, ci)
         yield _replace_const(ei)
-    target = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "target"), None)
+    target = next(
+        (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "target"),
+        None,
+    )
     if target is not None:  # 4. fewer arguments
         for a in list(target.args.args):
             yield ("droparg", a.arg)
@@ -99,6 +104,7 @@ def _drop(li, start, size):
         del body[start : start + size]
         if not body:
             body.append(ast.Pass())
+
     return edit
 
 
@@ -108,8 +114,11 @@ def _unwrap(li, si, field):
         stmt = body[si]
         inner = getattr(stmt, field)
         if isinstance(stmt, ast.For) and field == "body":
-            inner = [ast.Assign([copy.deepcopy(stmt.target)], ast.Constant(0), lineno=0)] + inner
+            inner = [
+                ast.Assign([copy.deepcopy(stmt.target)], ast.Constant(0), lineno=0)
+            ] + inner
         body[si : si + 1] = inner
+
     return edit
 
 
@@ -123,6 +132,7 @@ def _replace_child(ei, ci):
         ):
             raise ValueError
         _set(parent, f, i, child)
+
     return edit
 
 
@@ -130,6 +140,7 @@ def _replace_const(ei):
     def edit(t):
         parent, f, i = _exprs(t)[ei]
         _set(parent, f, i, ast.Constant(0.5))
+
     return edit
 
 
@@ -139,7 +150,11 @@ def apply(prog: Program, edit) -> Program | None:
     shapes = dict(prog.shapes)
     try:
         if isinstance(edit, tuple):  # ("droparg", name)
-            target = next(s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "target")
+            target = next(
+                s
+                for s in tree.body
+                if isinstance(s, ast.FunctionDef) and s.name == "target"
+            )
             target.args.args = [a for a in target.args.args if a.arg != edit[1]]
             shapes.pop(edit[1])
             if not shapes:
@@ -149,13 +164,20 @@ def apply(prog: Program, edit) -> Program | None:
         source = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     except (IndexError, ValueError, AttributeError, TypeError, StopIteration):
         return None
-    if prog.token and not any(ln.strip().startswith(prog.token) for ln in source.splitlines()):
+    if prog.token and not any(
+        ln.strip().startswith(prog.token) for ln in source.splitlines()
+    ):
         return None  # an expected refusal keeps the construct that must be refused
     return replace(prog, source=source, shapes=shapes)
 
 
-def shrink(prog: Program, result: Result, max_checks: int = 400, max_seconds: float = 300.0,
-           directory: str | None = None) -> tuple[Program, Result, int]:
+def shrink(
+    prog: Program,
+    result: Result,
+    max_checks: int = 400,
+    max_seconds: float = 300.0,
+    directory: str | None = None,
+) -> tuple[Program, Result, int]:
     """The smallest program found with the same failure key, its result, and checks used."""
     key = result.key()
     phases = ("plain",) if key[1] in ("compile", "plain") else ("plain", "buffered")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import GlobalsChangedError
+from s2sad.runtime import pytrees
 from s2sad.runtime.workspace import NO_WORKSPACE
 
 __all__ = [
@@ -143,6 +144,10 @@ def zeros_like(x: Any) -> Any:
     """A zero cotangent with the structure, shape and dtype of ``x``."""
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else float)
+    if x is None:
+        return None  # an empty subtree
+    if pytrees.is_object_node(x):  # namedtuple, dataclass, registered class
+        return pytrees.rebuild(x, [zeros_like(c) for _, c in pytrees.children(x)])
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -174,6 +179,18 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
         ):
             return dense
         g = dense
+    if pytrees.is_object_node(x):  # namedtuple, dataclass, registered class
+        kids = pytrees.children(x)
+        outs = pytrees.cotangent_children(out, x) if out is not None else None
+        return pytrees.rebuild(
+            x,
+            [
+                finalize(gi, xi, outs[i] if outs else None)
+                for i, (gi, (_, xi)) in enumerate(
+                    zip(pytrees.cotangent_children(g, x), kids)
+                )
+            ],
+        )
     if isinstance(x, dict):
         outs = out if isinstance(out, dict) else {}
         return {k: finalize(g.get(k), v, outs.get(k)) for k, v in x.items()}

@@ -236,7 +236,9 @@ class ModuleBuilder:
         )
 
     def restore(self, snap: tuple) -> None:
-        used, n_comments, jobs, queue, bindings, origins, guards, imports, helpers = snap
+        used, n_comments, jobs, queue, bindings, origins, guards, imports, helpers = (
+            snap
+        )
         self.namer.used = used
         self.guards = guards
         del self.comments[n_comments:]

@@ -129,7 +129,9 @@ class _Binder(ast.NodeTransformer):
             if cell is None:
                 return None
             alias = self.alias(f"{var}_cell", cell, ["cell", var] if top else None)
-            return ast.Attribute(value=name(alias), attr="cell_contents", ctx=ast.Load())
+            return ast.Attribute(
+                value=name(alias), attr="cell_contents", ctx=ast.Load()
+            )
         modname = env.globals.get("__name__", "__main__")
         mod = sys.modules.get(modname)
         short = modname.rsplit(".", 1)[-1]

@@ -227,7 +227,14 @@ class FunctionReverser(RuleCalls):
             )
         elif isinstance(v, ast.Attribute):
             fn = registry.lookup_attribute(v.attr)
-            self.apply_rule(fn, x, [v.value], {}, out, v)
+            if fn is None and isinstance(v.value, ast.Name) and self.needs(v.value):
+                # a field of a pytree argument (namedtuple, dataclass, registered
+                # class): its cotangent is {field: g}, which finalize turns into
+                # the argument's type (s2sad.runtime.pytrees)
+                field = ast.Dict(keys=[const(v.attr)], values=[gx])
+                self.accumulate(v.value.id, field, out, definite=False)
+            else:
+                self.apply_rule(fn, x, [v.value], {}, out, v)
         elif isinstance(v, (ast.Tuple, ast.List)):
             for i, e in enumerate(v.elts):
                 if self.needs(e):
