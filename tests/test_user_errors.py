@@ -3,6 +3,8 @@ source, compile errors without s2sad's frames, clear refusals, the compile log."
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,106 @@ def test_complex_arguments_are_refused_at_the_call(value, transform):
 def test_complex_inside_a_dict_is_named_by_its_path():
     with pytest.raises(errors.NonDifferentiableArgumentError, match=r"'p'\['w'\]"):
         s2sad.grad(lambda p: np.sum(np.real(p["w"])))({"w": np.ones(2, complex)})
+
+
+# ---------------------------------------------------------------- clearer refusals
+
+
+def _stars(*xs):
+    return xs[0] * 2.0
+
+
+def _calls_stars(x):
+    return np.sum(_stars(x, x))
+
+
+class _Square:
+    def __call__(self, x):
+        return x * x
+
+
+class _Opaque:
+    __call__ = np.frompyfunc(abs, 1, 1)
+
+
+_square = _Square()
+_opaque = _Opaque()
+_vectorized = np.vectorize(lambda t: t * 2.0)
+
+
+def _calls_square(x):
+    return np.sum(_square(x))
+
+
+def _calls_opaque(x):
+    return np.sum(_opaque(x))
+
+
+def _calls_vectorized(x):
+    return np.sum(_vectorized(x))
+
+
+def test_a_callee_with_star_args_is_reported_as_such():
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        s2sad.grad(_calls_stars)(np.ones(3))
+    text = str(info.value)
+    assert "calls to functions with *xs are not supported yet" in text
+    assert "does not match the signature" not in text
+    assert info.value.filename == __file__ and "hint:" in text
+
+
+def _calls_square_by_name(x):
+    return np.sum(_square.__call__(x))
+
+
+def test_a_callable_object_is_named_by_its_class_with_a_way_out():
+    with pytest.raises(errors.MissingRuleError) as info:
+        s2sad.grad(_calls_square)(np.ones(3))
+    text = str(info.value)
+    assert "'_square' is a callable object (a " in text and "_Square)" in text
+    assert " object at 0x" not in text and "no Python source" not in text
+    assert "_square.__call__(...)" in text  # the hint, which works:
+    x = np.arange(3.0)
+    np.testing.assert_allclose(s2sad.grad(_calls_square_by_name)(x), 2 * x)
+
+
+def test_a_callable_object_without_source_is_named_by_its_class():
+    with pytest.raises(errors.MissingRuleError) as info:
+        s2sad.grad(_calls_opaque)(np.ones(3))
+    text = str(info.value)
+    assert "_Opaque.__call__" in text and " object at 0x" not in text
+    assert "@s2sad.adjoint(_opaque)" in text
+
+
+def test_vectorize_is_named_after_the_users_function():
+    with pytest.raises(errors.MissingRuleError) as info:
+        s2sad.grad(_calls_vectorized)(np.ones(3))
+    text = str(info.value)
+    assert "numpy.vectorize(" in text
+    assert "@s2sad.adjoint(_vectorized)" in text and "def d__vectorized(" in text
+    assert "d_<lambda>" not in text
+
+
+_log = logging.getLogger("tests.user_errors")
+
+
+def _logs(x):
+    h = np.tanh(x)
+    _log.debug("h %s", h)
+    logging.getLogger("tests.user_errors").info("sum %s", np.sum(h))
+    print("h", h)
+    return np.sum(h * h)
+
+
+def test_logging_and_print_run_as_side_effects(caplog, capsys):
+    x = np.linspace(0.1, 0.5, 3)
+    with caplog.at_level(logging.DEBUG, logger="tests.user_errors"):
+        g = s2sad.grad(_logs)(x)
+        value, tangent = s2sad.jvp(_logs)(x, np.ones(3))
+    h = np.tanh(x)
+    np.testing.assert_allclose(g, 2 * h * (1 - h * h))
+    assert value == pytest.approx(np.sum(h * h))
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count(f"h {h}") == 2  # once per transform, with the primal values
+    assert sum(m.startswith("sum ") for m in messages) == 2
+    assert capsys.readouterr().out.count("h [") == 2

@@ -13,6 +13,7 @@ to the result (with ``key=``, the entry returned gets it all); ``abs`` and
 from __future__ import annotations
 
 import builtins
+import logging
 import math
 from typing import Any
 
@@ -312,6 +313,15 @@ NONDIFFERENTIABLE = (
     math.isqrt,
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
+
+#: side effects, like ``print``: run in the forward sweep with the primal values,
+#: never differentiated (``log.debug("h %s", h)``, ``logging.info(...)``)
+LOGGING = tuple(
+    getattr(home, level)
+    for home in (logging, logging.Logger)
+    for level in ("debug", "info", "warning", "error", "exception", "critical", "log")
+)
+nondifferentiable(*LOGGING)
 
 
 # ================================================================ tangents
