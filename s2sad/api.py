@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,8 @@ from s2sad.binding import (
     type_signature,
 )
 from s2sad.errors import NonScalarOutputError
+from s2sad.logs import describe
+from s2sad.logs import logger as log
 from s2sad.options import Options
 from s2sad.runtime.workspace import shape_key
 
@@ -104,10 +107,21 @@ class GradientFunction(CompiledModule):
         from the cache, or compiled on a miss."""
         sig = type_signature(values)
         entry = self._compiled.get(sig)
+        if entry is not None and entry is not self._last:
+            if log.isEnabledFor(logging.DEBUG):  # switching signatures, not every call
+                log.debug("reusing compiled %s for %r", self._describe(), sig)
         if entry is None:
             with self._lock:
                 entry = self._compiled.get(sig)
                 if entry is None:
+                    if self._compiled and log.isEnabledFor(logging.INFO):
+                        log.info(
+                            "recompiling %s: new argument signature %r (compiled "
+                            "before: %s)",
+                            self._describe(),
+                            sig,
+                            ", ".join(map(repr, self._compiled)),
+                        )
                     argnums = self._argnums
                     options = self.options.for_call(values)  # buffers decided here
                     from s2sad import cache
@@ -133,6 +147,9 @@ class GradientFunction(CompiledModule):
                     self._compiled[sig] = entry
         self._last = entry
         return entry
+
+    def _describe(self) -> str:
+        return describe(self.fun, self._argnums, self.options)
 
     def compile(self, *args, **kwargs) -> GradientFunction:
         """Compile (or load) for these example arguments without running the gradient."""

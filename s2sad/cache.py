@@ -25,11 +25,13 @@ import importlib
 import importlib.util
 import inspect
 import json
+import logging
 import os
 import re
 import stat
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from typing import Any
 
 from s2sad._version import __version__ as VERSION
 from s2sad.errors import S2SADError
+from s2sad.logs import describe
+from s2sad.logs import logger as log
 from s2sad.paths import user_cache_dir
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
@@ -159,7 +163,14 @@ def _library(obj: Any) -> bool:
 
 
 #: s2sad modules that never change emitted code (editing them keeps the cache valid)
-NOT_COMPILER = {"cli.py", "modelfile.py", "demo.py", "docs.py", "testing.py"}
+NOT_COMPILER = {
+    "cli.py",
+    "modelfile.py",
+    "demo.py",
+    "docs.py",
+    "testing.py",
+    "logs.py",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -317,10 +328,41 @@ def load(
     if source is not None:
         bindings = resolve_bindings(source, fn)
         if bindings is not None:
+            if log.isEnabledFor(logging.INFO):
+                log.info(
+                    "loaded %s from the disk cache: %s",
+                    describe(fn, argnums, options),
+                    path,
+                )
             return import_source(source, path, bindings), path, source
+    logging_on = log.isEnabledFor(logging.INFO)
+    if logging_on:
+        log.info("compiling %s: %s", describe(fn, argnums, options), _miss(path))
+        start = time.perf_counter()
     source, bindings = compile_source()
     write_atomic(path, seal(source))
+    if logging_on:
+        log.info(
+            "compiled %s in %.3f s -> %s",
+            describe(fn, argnums, options),
+            time.perf_counter() - start,
+            path,
+        )
     return import_source(source, path, bindings), path, source
+
+
+def _miss(path: Path) -> str:
+    """Why the disk cache had no module for this key (for the compile log)."""
+    if path.exists():
+        return f"the cached file {path.name} is damaged or its names are gone"
+    stem = path.name.rpartition("-")[0]
+    others = [p for p in path.parent.glob(f"{stem}-*.py") if ENTRY.match(p.name)]
+    if not others:
+        return "not in the disk cache"
+    return (
+        f"not in the disk cache ({len(others)} cached for other keys: the argument "
+        "types, argnums, options, the source, a callee, the rules or s2sad differ)"
+    )
 
 
 @dataclass

@@ -4,6 +4,7 @@ source, compile errors without s2sad's frames, clear refusals, the compile log."
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -143,3 +144,50 @@ def test_logging_and_print_run_as_side_effects(caplog, capsys):
     assert messages.count(f"h {h}") == 2  # once per transform, with the primal values
     assert sum(m.startswith("sum ") for m in messages) == 2
     assert capsys.readouterr().out.count("h [") == 2
+
+
+# ---------------------------------------------------------------- the compile log
+
+
+def _logged(w, x, k):
+    return np.sum(np.tanh(x @ w)) * k
+
+
+def test_compiles_cache_hits_and_recompiles_are_logged(caplog, tmp_path, monkeypatch):
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))
+    w, x = np.ones((3, 2)), np.ones((4, 3))
+    with caplog.at_level(logging.DEBUG, logger="s2sad"):
+        g = s2sad.grad(_logged)
+        g(w, x, 1.0)
+        g(w, x, 1.0)  # the same signature: nothing logged
+        g(w, x, 2)  # an int argument: a new type signature
+        g(w, x, 1.0)  # back to the first one: an in-memory hit, at DEBUG
+        s2sad.grad(_logged)(w, x, 1.0)  # a new grad object: from the disk cache
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    what = f"{_logged.__module__}._logged (grad, argnums=(0,))"
+    assert lines[0] == ("INFO", f"compiling {what}: not in the disk cache")
+    assert lines[1][1].startswith(f"compiled {what} in ") and str(tmp_path) in lines[1][1]
+    assert lines[2][0] == "INFO" and lines[2][1].startswith(
+        f"recompiling {what}: new argument signature '-,-,i;small'"
+    )
+    assert lines[3][1].startswith(f"compiling {what}: not in the disk cache (1 cached")
+    assert lines[5] == ("DEBUG", f"reusing compiled {what} for '-,-,-;small'")
+    assert lines[6][0] == "INFO"
+    assert lines[6][1].startswith(f"loaded {what} from the disk cache: {tmp_path}")
+    assert len(lines) == 7
+
+
+def test_the_environment_variable_attaches_a_stderr_handler():
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, s2sad.logs as l; lg = logging.getLogger('s2sad'); "
+        "print(lg.level, len(lg.handlers))"
+    )
+    env = {**os.environ, "S2SAD_LOG_COMPILES": "1"}
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    env["S2SAD_LOG_COMPILES"] = "0"
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    assert on.stdout.split() == [b"20", b"1"], on.stderr
+    assert off.stdout.split() == [b"0", b"0"], off.stderr
