@@ -56,6 +56,10 @@ class UnsafeCacheDirError(S2SADError, PermissionError):
     """Another user could write to the cache directory: its files are not trusted."""
 
 
+class CacheDirError(S2SADError, OSError):
+    """The cache directory cannot be created (a file is in the way, no permission)."""
+
+
 def default_cache_dir() -> Path:
     """The platform's user cache directory for s2sad (see s2sad.paths)."""
     return user_cache_dir()
@@ -65,7 +69,13 @@ def cache_dir() -> Path:
     """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad): created private, or checked private."""
     env = os.environ.get("S2SAD_CACHE_DIR")
     path = Path(env).expanduser() if env else default_cache_dir()
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheDirError(
+            f"cannot create the s2sad cache {path}: {exc.strerror or exc}. Set "
+            "S2SAD_CACHE_DIR to a directory you can write to."
+        ) from None
     check_private(path, ours=not env)
     return path
 

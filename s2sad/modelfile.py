@@ -190,7 +190,9 @@ def _target(attr: str, obj: Any, argnums: str | None, where: str) -> Target:
     elif inspect.isfunction(obj):
         fun, declared, options = obj, (0,), pipeline.Options()
     else:
-        raise UserError(f"{where}: '{attr}' is a {type(obj).__name__}, not a function")
+        kind = type(obj).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise UserError(f"{where}: '{attr}' is {article} {kind}, not a function")
     chosen = parse_argnums(argnums, fun, where) if argnums is not None else declared
     return Target(attr, fun, chosen, dataclasses.replace(options, standalone=True))
 

@@ -126,6 +126,11 @@ def _check_argnums(parsed: parse.ParsedFunction, argnums) -> None:
     a = parsed.node.args
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     bad = [i for i in argnums if not 0 <= i < len(params)]
+    if bad and not params:
+        raise ArgnumsError(
+            f"argnums={bad[0]} but {parsed.source.qualname}() takes no arguments: "
+            "there is nothing to differentiate with respect to"
+        )
     if bad:
         raise ArgnumsError(
             f"argnums={bad[0]} but {parsed.source.qualname}({', '.join(params)}) "

@@ -166,7 +166,9 @@ def test_compiles_cache_hits_and_recompiles_are_logged(caplog, tmp_path, monkeyp
     lines = [(r.levelname, r.getMessage()) for r in caplog.records]
     what = f"{_logged.__module__}._logged (grad, argnums=(0,))"
     assert lines[0] == ("INFO", f"compiling {what}: not in the disk cache")
-    assert lines[1][1].startswith(f"compiled {what} in ") and str(tmp_path) in lines[1][1]
+    assert (
+        lines[1][1].startswith(f"compiled {what} in ") and str(tmp_path) in lines[1][1]
+    )
     assert lines[2][0] == "INFO" and lines[2][1].startswith(
         f"recompiling {what}: new argument signature '-,-,i;small'"
     )
@@ -191,3 +193,93 @@ def test_the_environment_variable_attaches_a_stderr_handler():
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
     assert on.stdout.split() == [b"20", b"1"], on.stderr
     assert off.stdout.split() == [b"0", b"0"], off.stderr
+
+
+# ---------------------------------------------------------------- the command line
+
+CLI_MODEL = """\
+import numpy as np
+
+COUNT = 3
+
+
+def loss(w):
+    return np.sum(np.tanh(w))
+
+
+def constant():
+    return 1.0
+"""
+
+
+def _cli(tmp_path, capsys, *argv):
+    """``s2sad ARGV`` in this process, with model.py as a module of its own name."""
+    import sys
+
+    from s2sad import cli
+
+    (tmp_path / "model.py").write_text(CLI_MODEL)
+    for name in ("model", "broken", "slow"):
+        sys.modules.pop(name, None)  # another test's file of the same name
+    status = cli.main([*argv])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "bug in s2sad" not in err, err
+    return status, err
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (
+            "raise RuntimeError('boom')\n",
+            "error while importing broken.py: RuntimeError",
+        ),
+        ("def f(x)\n    return x\n", "broken.py:1:9: syntax error"),
+        ("import not_a_module_s2sad\n", "No module named 'not_a_module_s2sad'"),
+    ],
+    ids=["raises", "syntax", "import"],
+)
+def test_cli_model_that_fails_to_import(
+    tmp_path, capsys, monkeypatch, source, expected
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.py").write_text(source)
+    status, err = _cli(tmp_path, capsys, "show", "broken.py:f")
+    assert status == 1 and expected in err
+
+
+def test_cli_names_that_are_not_functions(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, err = _cli(tmp_path, capsys, "show", "model.py:nothere")
+    assert status == 1 and "no function named 'nothere' (found: constant, loss)" in err
+    status, err = _cli(tmp_path, capsys, "show", "model.py:COUNT")
+    assert status == 1 and "'COUNT' is an int, not a function" in err
+    status, err = _cli(tmp_path, capsys, "show", "model.py:constant")
+    assert status == 1 and "constant() takes no arguments" in err
+
+
+def test_cli_output_that_is_not_a_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken").write_text("")
+    status, err = _cli(
+        tmp_path, capsys, "compile", "model.py", "-f", "loss", "-o", "taken"
+    )
+    assert status == 1 and "--output taken: cannot write the modules there" in err
+
+
+def test_cli_cache_directory_that_cannot_be_created(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    status, err = _cli(tmp_path, capsys, "cache", "info")
+    assert status == 1 and "cannot create the s2sad cache" in err
+    assert "Set S2SAD_CACHE_DIR" in err
+
+
+def test_cli_keyboard_interrupt_while_importing_the_model(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow.py").write_text("raise KeyboardInterrupt\n")
+    status, err = _cli(tmp_path, capsys, "show", "slow.py:f")
+    assert status == 130 and err.strip() == "interrupted"
