@@ -27,7 +27,7 @@ from s2sad.binding import (
     check_differentiable,
     type_signature,
 )
-from s2sad.errors import NonScalarOutputError
+from s2sad.errors import NonScalarOutputError, S2SADError, full_tracebacks
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options
@@ -130,12 +130,17 @@ class GradientFunction(CompiledModule):
                         from s2sad import pipeline  # the compiler: only on a cache miss
 
                         return pipeline.compile_function(
-                            self.fun, argnums, options, tuple(values)
+                            self.fun, argnums, options, tuple(values), line_table=True
                         )
 
-                    module, path, source = cache.load(
-                        self.fun, argnums, options, sig, compile_source
-                    )
+                    try:
+                        module, path, source = cache.load(
+                            self.fun, argnums, options, sig, compile_source
+                        )
+                    except S2SADError as exc:  # the user's problem: not s2sad's frames
+                        if not full_tracebacks():
+                            raise exc.with_traceback(None) from None
+                        raise
                     fn = cache.entry_function(module)
                     pool = None
                     if "ws" in inspect.signature(fn).parameters:
@@ -171,10 +176,16 @@ class GradientFunction(CompiledModule):
                 # the slow path: pytrees, errors
                 check_differentiable(v, self._call.names[i], i)
         fn, _, _, pool = self._module(values)
-        if pool is None:
-            value, grads = fn(*values)
-        else:
-            value, grads = self._with_workspace(pool, values, out)
+        try:
+            if pool is None:
+                value, grads = fn(*values)
+            else:
+                value, grads = self._with_workspace(pool, values, out)
+        except Exception as exc:  # say where in the user's source (costs nothing else)
+            from s2sad import locate
+
+            locate.add_note(exc, self.fun)
+            raise
         if not (type(value) is float or np.size(value) == 1) or isinstance(
             value, (tuple, list, dict)
         ):

@@ -40,6 +40,7 @@ from typing import Any
 
 from s2sad._version import __version__ as VERSION
 from s2sad.errors import S2SADError
+from s2sad.locate import TABLE
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.paths import user_cache_dir
@@ -180,6 +181,7 @@ NOT_COMPILER = {
     "docs.py",
     "testing.py",
     "logs.py",
+    "locate.py",
 }
 
 
@@ -227,7 +229,14 @@ def seal(source: str) -> str:
 
 
 def read_verified(path: Path) -> str | None:
-    """The file's source without its hash line, or None when missing or damaged."""
+    """The module's source (no hash line, no line table), or None when missing or
+    damaged."""
+    text = read_verified_text(path)
+    return None if text is None else split_line_table(text)[0]
+
+
+def read_verified_text(path: Path) -> str | None:
+    """The file's text without its hash line, or None when missing or damaged."""
     try:
         with open(path, "rb") as f:
             if not _trusted(os.fstat(f.fileno())):
@@ -334,23 +343,29 @@ def load(
 ):
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
-    source = read_verified(path)
-    if source is not None:
+    text = read_verified_text(path)
+    if text is not None:
+        source, table = split_line_table(text)
         bindings = resolve_bindings(source, fn)
         if bindings is not None:
+            if table:
+                bindings[TABLE] = table
             if log.isEnabledFor(logging.INFO):
                 log.info(
                     "loaded %s from the disk cache: %s",
                     describe(fn, argnums, options),
                     path,
                 )
-            return import_source(source, path, bindings), path, source
+            return import_source(text, path, bindings), path, source
     logging_on = log.isEnabledFor(logging.INFO)
     if logging_on:
         log.info("compiling %s: %s", describe(fn, argnums, options), _miss(path))
         start = time.perf_counter()
     source, bindings = compile_source()
-    write_atomic(path, seal(source))
+    text = source
+    if bindings.get(TABLE):
+        text += f"{LINES_TAG}{bindings[TABLE]}\n"
+    write_atomic(path, seal(text))
     if logging_on:
         log.info(
             "compiled %s in %.3f s -> %s",
@@ -358,7 +373,19 @@ def load(
             time.perf_counter() - start,
             path,
         )
-    return import_source(source, path, bindings), path, source
+    return import_source(text, path, bindings), path, source
+
+
+#: the last line of a cached file: the line table (a comment, never run)
+LINES_TAG = "# s2sad-lines: "
+
+
+def split_line_table(text: str) -> tuple[str, str | None]:
+    """A cached file's text -> (the module's source, its line table or None)."""
+    body, sep, last = text.rstrip("\n").rpartition("\n")
+    if sep and last.startswith(LINES_TAG):
+        return body + "\n", last[len(LINES_TAG) :]
+    return text, None
 
 
 def _miss(path: Path) -> str:

@@ -205,7 +205,12 @@ class JvpFunction(CompiledModule, ForwardFunction):
             from s2sad import pipeline
 
             return pipeline.compile_function(
-                target.fn, target.argnums, target.options, tuple(args), mode="forward"
+                target.fn,
+                target.argnums,
+                target.options,
+                tuple(args),
+                mode="forward",
+                line_table=True,
             )
 
         module, path, source = cache.load(
@@ -263,7 +268,13 @@ class JvpFunction(CompiledModule, ForwardFunction):
         values = self._bind(args[:-1])
         ts = self._tangent_list(values, args[-1])
         fn, _, _, target = self._entry(values)
-        value, tangent = fn(*target.prepare(values), *ts)
+        try:
+            value, tangent = fn(*target.prepare(values), *ts)
+        except Exception as exc:  # say where in the user's source
+            from s2sad import locate
+
+            locate.add_note(exc, self.fun, "jvp")
+            raise
         return target.output(value), target.output(tangent)
 
 

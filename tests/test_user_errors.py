@@ -283,3 +283,127 @@ def test_cli_keyboard_interrupt_while_importing_the_model(
     (tmp_path / "slow.py").write_text("raise KeyboardInterrupt\n")
     status, err = _cli(tmp_path, capsys, "show", "slow.py:f")
     assert status == 130 and err.strip() == "interrupted"
+
+
+# ---------------------------------------------------------------- run-time errors
+
+
+def _layer(x, w):
+    z = x @ w
+    return np.tanh(z)
+
+
+def _shapes(w, x):
+    h = x @ w
+    y = _layer(h, w.T)
+    return np.sum(y * y)
+
+
+def _calls_layer(w, x):
+    h = x @ w
+    y = _layer(h, w)
+    return np.sum(y * y)
+
+
+def _root(x):
+    r = np.sqrt(x)
+    return np.sum(r)
+
+
+def _line(fn, text):
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_a_shape_error_in_the_forward_pass_names_the_users_line():
+    g = s2sad.grad(_shapes)
+    with pytest.raises(ValueError, match="matmul") as info:
+        g(np.ones((3, 2)), np.ones((4, 5)))
+    line = _line(_shapes, "h = x @ w")
+    assert info.value.__notes__ == [
+        f"in the gradient of _shapes, forward pass of {__file__}:{line}: h = x @ w"
+    ]
+    value, _ = s2sad.value_and_grad(_shapes)(np.ones((3, 2)), np.ones((4, 3)))
+    assert np.isfinite(value)
+
+
+def test_an_error_in_a_callee_names_the_callee_and_its_line():
+    with pytest.raises(ValueError, match="matmul") as info:
+        s2sad.grad(_calls_layer)(np.ones((3, 2)), np.ones((4, 3)))
+    line = _line(_layer, "z = x @ w")
+    assert info.value.__notes__ == [
+        f"in the gradient of _calls_layer, forward pass of {__file__}:{line} "
+        "(in _layer): z = x @ w"
+    ]
+
+
+def test_an_error_in_the_backward_pass_is_located():
+    # sqrt(0) is fine going forward; its derivative divides by zero going back
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError) as info:
+        s2sad.grad(_root)(np.array([0.0, 1.0]))
+    line = _line(_root, "r = np.sqrt(x)")
+    assert info.value.__notes__ == [
+        f"in the gradient of _root, backward pass of {__file__}:{line}: r = np.sqrt(x)"
+    ]
+
+
+def test_an_error_in_forward_mode_is_located():
+    with pytest.raises(ValueError, match="matmul") as info:
+        s2sad.jvp(_shapes)(np.ones((3, 2)), np.ones((4, 5)), np.ones((3, 2)))
+    line = _line(_shapes, "h = x @ w")
+    assert info.value.__notes__ == [
+        f"in the jvp of _shapes, at {__file__}:{line}: h = x @ w"
+    ]
+
+
+def test_the_line_table_stays_out_of_the_source_and_survives_the_disk_cache(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))
+    g = s2sad.grad(_shapes).compile(np.ones((3, 2)), np.ones((4, 3)))
+    assert "_s2sad_lines" not in g.source and "s2sad-lines" not in g.source
+    last = open(g.path).read().rstrip("\n").rpartition("\n")[2]
+    assert last.startswith("# s2sad-lines: {")
+    assert (
+        f"('{_shapes.__module__}', {_line(_shapes, 'h = x @ w')}): 'h = x @ w'" in last
+    )
+    fresh = s2sad.grad(_shapes)  # loads the cached file: the table comes along
+    with pytest.raises(ValueError) as info:
+        fresh(np.ones((3, 2)), np.ones((4, 5)))
+    assert info.value.__notes__[0].endswith(
+        f":{_line(_shapes, 'h = x @ w')}: h = x @ w"
+    )
+
+
+def _compile_error(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return np.sum(y)
+
+
+def test_a_compile_error_has_no_frames_inside_the_compiler(monkeypatch):
+    import traceback
+
+    monkeypatch.delenv("S2SAD_TRACEBACK_FILTERING", raising=False)
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        s2sad.grad(_compile_error)(np.ones(3))
+    frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert frames[0] == __file__
+    assert not [f for f in frames if "transforms" in f or f.endswith("pipeline.py")]
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    text = "".join(traceback.format_exception(info.value))
+    assert "s2sad/transforms" not in text and "'try' statement" in text
+
+
+def test_full_tracebacks_on_request(monkeypatch):
+    import traceback
+
+    monkeypatch.setenv("S2SAD_TRACEBACK_FILTERING", "off")
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        s2sad.grad(_compile_error)(np.ones(3))
+    frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert any("transforms" in f for f in frames)
