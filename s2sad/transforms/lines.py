@@ -1,11 +1,13 @@
 """Which line of the user's source each emitted statement comes from.
 
 The reverse and forward passes stamp the statements they emit for a user
-statement with ``anno(stmt)["user_line"] = (source, lineno, phase)``; emit
-reads the stamps after black has formatted the module and writes them as the
-module constant ``_s2sad_lines`` (see :func:`table`), which ``s2sad.api`` reads
-when the emitted code raises, to name the user's file, line and source line.
-Statements without a stamp take their enclosing statement's.
+statement with ``anno(stmt)["user_line"] = (source, lineno, phase)``; after emit
+has formatted the module, :func:`table` pairs the stamps with the final line
+numbers.  ``pipeline.compile_function(..., line_table=True)`` hands the table
+to the cache, which keeps it as the last line of the cached file (the emitted
+source is unchanged) and binds it as ``_s2sad_lines``; ``s2sad.locate`` reads
+it when the emitted code raises.  Statements without a stamp take their
+enclosing statement's.
 """
 
 from __future__ import annotations
