@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,7 +32,14 @@ from s2sad.binding import (
     normalize_argnums,
     type_signature,
 )
-from s2sad.errors import GlobalsChangedError, NonScalarOutputError, S2SADError
+from s2sad.errors import (
+    GlobalsChangedError,
+    NonScalarOutputError,
+    S2SADError,
+    full_tracebacks,
+)
+from s2sad.logs import describe
+from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
 from s2sad.runtime.workspace import shape_key
 
@@ -119,10 +127,21 @@ class GradientFunction(CompiledModule):
         from the cache, or compiled on a miss (always compiled when ``fresh``)."""
         sig = type_signature(values)
         entry = None if fresh else self._compiled.get(sig)
+        if entry is not None and entry is not self._last:
+            if log.isEnabledFor(logging.DEBUG):  # switching signatures, not every call
+                log.debug("reusing compiled %s for %r", self._describe(), sig)
         if entry is None:
             with self._lock:
                 entry = None if fresh else self._compiled.get(sig)
                 if entry is None:
+                    if self._compiled and log.isEnabledFor(logging.INFO):
+                        log.info(
+                            "recompiling %s: new argument signature %r (compiled "
+                            "before: %s)",
+                            self._describe(),
+                            sig,
+                            ", ".join(map(repr, self._compiled)),
+                        )
                     argnums = self._argnums
                     options = self.options.for_call(values)  # buffers decided here
                     from s2sad import cache
@@ -131,12 +150,17 @@ class GradientFunction(CompiledModule):
                         from s2sad import pipeline  # the compiler: only on a cache miss
 
                         return pipeline.compile_function(
-                            self.fun, argnums, options, tuple(values)
+                            self.fun, argnums, options, tuple(values), line_table=True
                         )
 
-                    module, path, source = cache.load(
-                        self.fun, argnums, options, sig, compile_source, fresh
-                    )
+                    try:
+                        module, path, source = cache.load(
+                            self.fun, argnums, options, sig, compile_source, fresh
+                        )
+                    except S2SADError as exc:  # the user's problem: not s2sad's frames
+                        if not full_tracebacks():
+                            raise exc.with_traceback(None) from None
+                        raise
                     fn = cache.entry_function(module)
                     pool = None
                     if "ws" in inspect.signature(fn).parameters:
@@ -148,6 +172,9 @@ class GradientFunction(CompiledModule):
                     self._compiled[sig] = entry
         self._last = entry
         return entry
+
+    def _describe(self) -> str:
+        return describe(self.fun, self._argnums, self.options)
 
     def compile(self, *args, **kwargs) -> GradientFunction:
         """Compile (or load) for these example arguments without running the gradient."""
@@ -180,6 +207,9 @@ class GradientFunction(CompiledModule):
             raise  # compile errors say what is wrong; the function must not run again
         except Exception as exc:
             _explain_output(self, args, kwargs, exc)
+            from s2sad import locate  # say where in the user's source
+
+            locate.add_note(exc, self.fun)
             raise
         if self.has_aux:
             value, aux = value

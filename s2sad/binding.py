@@ -142,13 +142,26 @@ def check_differentiable(
             f"{where} is {type(value).__name__} {value!r}: {what} are defined for "
             "float values only. Pass a float (e.g. 3.0), or leave it out of argnums."
         )
-    elif isinstance(value, np.ndarray) and value.dtype.kind not in "fc":
+    elif isinstance(value, (complex, np.complexfloating)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind == "c"
+    ):
+        kind = (
+            f"an array of dtype {value.dtype}"
+            if isinstance(value, np.ndarray)
+            else f"{type(value).__name__} {value!r}"
+        )
+        raise NonDifferentiableArgumentError(
+            f"{where} is {kind}: complex arguments are not supported yet. "
+            "Differentiate the real and imaginary parts as separate float arguments "
+            "(e.g. pass x.real and x.imag and build x = re + 1j * im inside)."
+        )
+    elif isinstance(value, np.ndarray) and value.dtype.kind != "f":
         raise NonDifferentiableArgumentError(
             f"{where} is an array of dtype {value.dtype}: {what} are defined for float "
             "arrays only. Convert it with .astype(np.float64), or leave it out of "
             "argnums."
         )
-    elif not isinstance(value, (float, np.floating, np.ndarray, complex)):
+    elif not isinstance(value, (float, np.floating, np.ndarray)):
         raise NonDifferentiableArgumentError(
             f"{where} is a {type(value).__name__}: s2sad differentiates floats, float "
             "arrays and pytrees of them (dicts, lists, tuples, namedtuples, "

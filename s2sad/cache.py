@@ -25,11 +25,13 @@ import importlib
 import importlib.util
 import inspect
 import json
+import logging
 import os
 import re
 import stat
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +40,9 @@ from typing import Any
 
 from s2sad._version import __version__ as VERSION
 from s2sad.errors import S2SADError
+from s2sad.locate import TABLE
+from s2sad.logs import describe
+from s2sad.logs import logger as log
 from s2sad.paths import user_cache_dir
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
@@ -52,6 +57,10 @@ class UnsafeCacheDirError(S2SADError, PermissionError):
     """Another user could write to the cache directory: its files are not trusted."""
 
 
+class CacheDirError(S2SADError, OSError):
+    """The cache directory cannot be created (a file is in the way, no permission)."""
+
+
 def default_cache_dir() -> Path:
     """The platform's user cache directory for s2sad (see s2sad.paths)."""
     return user_cache_dir()
@@ -61,7 +70,13 @@ def cache_dir() -> Path:
     """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad): created private, or checked private."""
     env = os.environ.get("S2SAD_CACHE_DIR")
     path = Path(env).expanduser() if env else default_cache_dir()
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheDirError(
+            f"cannot create the s2sad cache {path}: {exc.strerror or exc}. Set "
+            "S2SAD_CACHE_DIR to a directory you can write to."
+        ) from None
     check_private(path, ours=not env)
     return path
 
@@ -176,7 +191,15 @@ def _library(obj: Any) -> bool:
 
 
 #: s2sad modules that never change emitted code (editing them keeps the cache valid)
-NOT_COMPILER = {"cli.py", "modelfile.py", "demo.py", "docs.py", "testing.py"}
+NOT_COMPILER = {
+    "cli.py",
+    "modelfile.py",
+    "demo.py",
+    "docs.py",
+    "testing.py",
+    "logs.py",
+    "locate.py",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -223,7 +246,14 @@ def seal(source: str) -> str:
 
 
 def read_verified(path: Path) -> str | None:
-    """The file's source without its hash line, or None when missing or damaged."""
+    """The module's source (no hash line, no line table), or None when missing or
+    damaged."""
+    text = read_verified_text(path)
+    return None if text is None else split_line_table(text)[0]
+
+
+def read_verified_text(path: Path) -> str | None:
+    """The file's text without its hash line, or None when missing or damaged."""
     try:
         with open(path, "rb") as f:
             if not _trusted(os.fstat(f.fileno())):
@@ -336,14 +366,63 @@ def load(
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
     (``fresh``: compiled, the file in the cache replaced)."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
-    source = None if fresh else read_verified(path)
-    if source is not None:
+    text = None if fresh else read_verified_text(path)
+    if text is not None:
+        source, table = split_line_table(text)
         bindings = resolve_bindings(source, fn)
         if bindings is not None:
-            return import_source(source, path, bindings), path, source
+            if table:
+                bindings[TABLE] = table
+            if log.isEnabledFor(logging.INFO):
+                log.info(
+                    "loaded %s from the disk cache: %s",
+                    describe(fn, argnums, options),
+                    path,
+                )
+            return import_source(text, path, bindings), path, source
+    logging_on = log.isEnabledFor(logging.INFO)
+    if logging_on:
+        log.info("compiling %s: %s", describe(fn, argnums, options), _miss(path))
+        start = time.perf_counter()
     source, bindings = compile_source()
-    write_atomic(path, seal(source))
-    return import_source(source, path, bindings), path, source
+    text = source
+    if bindings.get(TABLE):
+        text += f"{LINES_TAG}{bindings[TABLE]}\n"
+    write_atomic(path, seal(text))
+    if logging_on:
+        log.info(
+            "compiled %s in %.3f s -> %s",
+            describe(fn, argnums, options),
+            time.perf_counter() - start,
+            path,
+        )
+    return import_source(text, path, bindings), path, source
+
+
+#: the last line of a cached file: the line table (a comment, never run)
+LINES_TAG = "# s2sad-lines: "
+
+
+def split_line_table(text: str) -> tuple[str, str | None]:
+    """A cached file's text -> (the module's source, its line table or None)."""
+    body, sep, last = text.rstrip("\n").rpartition("\n")
+    if sep and last.startswith(LINES_TAG):
+        return body + "\n", last[len(LINES_TAG) :]
+    return text, None
+
+
+def _miss(path: Path) -> str:
+    """Why the disk cache had no module for this key (for the compile log)."""
+    if path.exists():
+        return f"the cached file {path.name} is damaged or its names are gone"
+    stem = path.name.rpartition("-")[0]
+    others = [p for p in path.parent.glob(f"{stem}-*.py") if ENTRY.match(p.name)]
+    if not others:
+        return "not in the disk cache"
+    return (
+        f"not in the disk cache ({len(others)} cached for other keys: the argument "
+        "types, argnums, options, the source, a callee, the rules or s2sad differ)"
+    )
 
 
 @dataclass

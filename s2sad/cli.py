@@ -26,6 +26,7 @@ from s2sad.modelfile import (
     UserError,
     compile_all,
     compile_each,
+    write_if_changed,
     display,
     import_model,
     output_names,
@@ -61,11 +62,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     results = compile_each(targets)
     failures = [r for r in results if isinstance(r, UserError)]
     written = [(p, r) for p, r in zip(files, results) if isinstance(r, str)]
-    if written:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    for path, text in written:
-        write_if_changed(path, text)
-        print(display(path))
+    try:
+        if written:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        for path, text in written:
+            write_if_changed(path, text)
+            print(display(path))
+    except OSError as exc:
+        raise UserError(
+            f"--output {args.output}: cannot write the modules there "
+            f"({exc.strerror or exc}: {exc.filename}); give a directory you can write to"
+        ) from exc
     if not failures:
         return 0
     print("\n\n".join(map(str, failures)), file=sys.stderr)
@@ -120,24 +127,6 @@ def _compile_args(args: argparse.Namespace) -> list[str]:
     out += [f"--mode {args.mode}"] if args.mode != "grad" else []
     out += ["--plain"] if args.plain else []
     return out + [f"-o {args.output}"]
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    """Write atomically (temporary file + rename); an unchanged file keeps its mtime."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(
-            tmp, "x", encoding="utf-8"
-        ) as f:  # mode from the umask, like any file
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -479,6 +468,12 @@ def describe(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, S2SADError):
         return f"error: {exc}"
+    if isinstance(exc, OSError):  # the file system said no: not a bug
+        where = f": {exc.filename}" if exc.filename else ""
+        return (
+            f"error: {exc.strerror or exc}{where}\n"
+            "hint: check that path (and its permissions), then run the command again"
+        )
     return (
         f"error: internal error: {type(exc).__name__}: {exc}\n"
         "This is a bug in s2sad: rerun with --debug for the traceback and report it."

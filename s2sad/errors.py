@@ -12,7 +12,14 @@ source line, a caret under the column, and a hint saying what to do instead::
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+
+def full_tracebacks() -> bool:
+    """``S2SAD_TRACEBACK_FILTERING=off``: keep s2sad's own frames in tracebacks of
+    compile errors (by default they start at the call of the gradient function)."""
+    return os.environ.get("S2SAD_TRACEBACK_FILTERING", "").lower() == "off"
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,12 @@ class JvpFunction(CompiledModule, ForwardFunction):
             from s2sad import pipeline
 
             return pipeline.compile_function(
-                target.fn, target.argnums, target.options, tuple(args), mode="forward"
+                target.fn,
+                target.argnums,
+                target.options,
+                tuple(args),
+                mode="forward",
+                line_table=True,
             )
 
         module, path, source = cache.load(
@@ -286,6 +291,11 @@ class JvpFunction(CompiledModule, ForwardFunction):
             # derivative code on Python floats (t / x at x = 0.0): NumPy's semantics
             primal_or_raise(self.fun, values, exc)
             value, tangent = fn(*numpy_floats(args), *numpy_floats(ts))
+        except Exception as exc:  # say where in the user's source
+            from s2sad import locate
+
+            locate.add_note(exc, self.fun, "jvp")
+            raise
         return target.output(value), target.output(tangent)
 
 

@@ -190,7 +190,9 @@ def _target(attr: str, obj: Any, argnums: str | None, where: str) -> Target:
     elif inspect.isfunction(obj):
         fun, declared, options = obj, (0,), pipeline.Options()
     else:
-        raise UserError(f"{where}: '{attr}' is a {type(obj).__name__}, not a function")
+        kind = type(obj).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise UserError(f"{where}: '{attr}' is {article} {kind}, not a function")
     chosen = parse_argnums(argnums, fun, where) if argnums is not None else declared
     return Target(attr, fun, chosen, dataclasses.replace(options, standalone=True))
 
@@ -324,3 +326,21 @@ def compile_all(targets: list[Target], after: str | None = None) -> list[str]:
         first = failures[0]  # chained, so that --debug shows the compiler's traceback
         raise UserError("\n\n".join(map(str, failures))) from first.__cause__ or first
     return sources
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write atomically (temporary file + rename); an unchanged file keeps its mtime."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(
+            tmp, "x", encoding="utf-8"
+        ) as f:  # mode from the umask, like any file
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from s2sad.errors import ArgnumsError, S2SADError
 from s2sad.options import Options
-from s2sad.transforms import comments, emit, guards
+from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
@@ -85,6 +85,7 @@ def compile_function(
     mode: str = REVERSE,
     dump_after: str | None = None,
     dump: Callable[[str], None] | None = None,
+    line_table: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """Compile ``fn`` w.r.t. ``argnums``: (module source, bindings).
 
@@ -95,6 +96,10 @@ def compile_function(
     (their types fix sizes and methods of objects; they decide buffers unless
     ``options.buffers`` says); ``dump_after`` names a pass
     after which ``dump`` (default: print to stderr) receives the code.
+    ``line_table=True`` adds the binding ``_s2sad_lines``: the text of the table
+    saying which line of the user's source each emitted line comes from
+    (``transforms/lines.py``), which ``cache`` keeps beside the module and
+    ``s2sad.locate`` reads when the emitted code raises.
     """
     global RUN_COUNT
     if mode not in MODES:
@@ -120,7 +125,12 @@ def compile_function(
     wrt = [job.renamed.get(p, p) for p in job.wrt]  # the user's names
     text = emit.run(module, emit.Header(parsed.source, wrt, fn))
     show("emit", text)
-    return text, dict(module.bindings)
+    bindings = dict(module.bindings)
+    if line_table:
+        table = lines.table(module.functions, text)
+        if table is not None:
+            bindings[lines.NAME] = repr(table)
+    return text, bindings
 
 
 def _check_argnums(parsed: parse.ParsedFunction, argnums) -> None:
@@ -130,7 +140,10 @@ def _check_argnums(parsed: parse.ParsedFunction, argnums) -> None:
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     bad = [i for i in argnums if not 0 <= i < len(params)]
     if bad and not params:
-        raise ArgnumsError(f"{parsed.source.qualname}() takes no arguments")
+        raise ArgnumsError(
+            f"argnums={bad[0]} but {parsed.source.qualname}() takes no arguments: "
+            "there is nothing to differentiate with respect to"
+        )
     if bad:
         raise ArgnumsError(
             f"argnums={bad[0]} but {parsed.source.qualname}({', '.join(params)}) "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import logging
 import math
 from typing import Any
 
@@ -378,6 +379,15 @@ NONDIFFERENTIABLE = (
     math.isqrt,
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
+
+#: side effects, like ``print``: run in the forward sweep with the primal values,
+#: never differentiated (``log.debug("h %s", h)``, ``logging.info(...)``)
+LOGGING = tuple(
+    getattr(home, level)
+    for home in (logging, logging.Logger)
+    for level in ("debug", "info", "warning", "error", "exception", "critical", "log")
+)
+nondifferentiable(*LOGGING)
 
 
 # ================================================================ tangents

@@ -77,7 +77,12 @@ def key_of(fn: Any) -> Any:
 def display_name(fn: Any) -> str:
     """``numpy.tanh``-style name of a callable, for messages and docs."""
     mod = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(fn, np.vectorize):  # named after the function it vectorizes
+        return f"numpy.vectorize({display_name(fn.pyfunc)})"
+    if not isinstance(name, str):  # a callable object: its class's __call__
+        cls = type(fn)
+        mod, name = cls.__module__ or "", f"{cls.__qualname__}.__call__"
     if isinstance(fn, type(len)) and mod == "builtins":
         return name
     mod = mod.lstrip("_")  # _operator -> operator

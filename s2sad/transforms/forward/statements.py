@@ -32,6 +32,7 @@ from s2sad.transforms.forward.function import (
 from s2sad.transforms.forward.exprs import Op, Tangent
 from s2sad.transforms.forward import control
 from s2sad.transforms.lattice import MAYBE, NONE, SET
+from s2sad.transforms import lines
 
 
 def _has_tangent(ff: FunctionForward, e: ast.expr) -> bool:
@@ -42,7 +43,9 @@ def block(ff: FunctionForward, stmts: list[ast.stmt]) -> list[ast.stmt]:
     """The primal and tangent statements of a normalized block."""
     out: list[ast.stmt] = []
     for s in stmts:
+        start = len(out)
         statement(ff, s, out)
+        lines.stamp(out[start:], ff.parsed.source, anno(s).get("origin"), lines.TANGENT)
     return out
 
 

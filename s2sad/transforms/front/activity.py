@@ -18,12 +18,15 @@ rule, and in-place mutation of an argument.
 from __future__ import annotations
 
 import ast
+import types
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.calls import CallInfo, builtin_hint
+from s2sad.transforms.front.calls import CallInfo, builtin_hint, call_method
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
@@ -223,6 +226,13 @@ def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
         raise MissingRuleError(missing)
 
 
+#: methods of logging.Logger: the receiver is not known statically when the
+#: function makes it (logging.getLogger(...).info(...)); they store nothing
+LOGGER_METHODS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+)
+
+
 def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) -> bool:
     """``x.sort()`` / ``x.fill(0)``: a method of a differentiated value whose result is
     dropped can only matter by changing the value in place, which s2sad cannot see."""
@@ -230,6 +240,10 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
     if info.kind != "method" or not isinstance(call.func.value, ast.Name):
         return False
     given = [a.id for a in call.args if isinstance(a, ast.Name) and a.id in act.active]
+    if call.func.attr in LOGGER_METHODS:
+        return (
+            False  # log.info("%s", x) on a logger made in the function: a side effect
+        )
     if call.func.value.id not in act.active and given:
         # q.insert(0, v), q.extend(vs), d.update(...): a differentiated value stored
         # in place into a container that s2sad sees as constant
@@ -283,7 +297,9 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
                 )
     if info.kind == "unknown" and active_args:
         missing.append(
-            source.problem(call, _missing_message(call, info), _missing_hint(info))
+            source.problem(
+                call, _missing_message(call, info), _missing_hint(call, info)
+            )
         )
     if info.kind == "method" and recv_active:
         fn = registry.lookup_method(info.target)
@@ -321,13 +337,19 @@ def _missing_message(call: ast.Call, info: CallInfo) -> str:
         return (
             f"cannot tell which function '{ast.unparse(call.func)}' is at compile time"
         )
+    if call_method(obj) is not None:
+        return (
+            f"'{ast.unparse(call.func)}' is a callable object (a "
+            f"{registry.display_name(type(obj))}): calls through its __call__ are not "
+            "differentiated yet"
+        )
     return (
         f"no adjoint rule for {registry.display_name(obj)} "
         f"(called as '{ast.unparse(call.func)}'), and it has no Python source"
     )
 
 
-def _missing_hint(info: CallInfo) -> str:
+def _missing_hint(call: ast.Call, info: CallInfo) -> str:
     obj = info.target
     if obj is None:
         return (
@@ -335,11 +357,25 @@ def _missing_hint(info: CallInfo) -> str:
             "run time (taken from a list, a dict or an argument); call the function "
             "or object by its module-level name instead"
         )
-    short = getattr(obj, "__name__", "fn")
+    if call_method(obj) is not None:
+        callee = ast.unparse(call.func)
+        return (
+            f"call its method by name, {callee}.__call__(...), which s2sad compiles "
+            f"like a function; or register a rule with @s2sad.adjoint({callee})"
+        )
+    primal = registry.display_name(obj)
+    short = primal.rpartition(".")[2]
+    function_like = (types.FunctionType, types.BuiltinFunctionType, type, np.ufunc)
+    if not isinstance(obj, function_like) or not all(
+        part.isidentifier() for part in primal.split(".")
+    ):
+        # a callable object, a lambda, np.vectorize(...): the rule is for the object
+        primal = ast.unparse(call.func)
+        short = primal.rpartition(".")[2]
     if builtin_hint(obj) is not None:
         return f"{builtin_hint(obj)}; or register a rule with @s2sad.adjoint({short})"
     return (
-        f"register a rule:\n    @s2sad.adjoint({registry.display_name(obj)})\n"
+        f"register a rule:\n    @s2sad.adjoint({primal})\n"
         f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "
         "positional argument\nor declare it with s2sad.nondifferentiable(...)"
     )

@@ -49,6 +49,17 @@ class CallNormalizer:
             params, defaults = _def_params(local.node, len(local.freevars))
         else:
             params, defaults = _object_params(info.target, e.func)
+        star = _star_params(info, self.local_functions)
+        if star:
+            callee = ast.unparse(e.func)
+            self.error(
+                e,
+                f"calls to functions with {star} are not supported yet: "
+                f"'{callee}' takes {star}",
+                f"give '{callee}' one named parameter per argument, or pass the "
+                "values as one tuple or list argument",
+            )
+            return e
         if info.extra.get("self") is not None:
             params = params[1:]
         given = {k.arg: k.value for k in e.keywords}
@@ -232,6 +243,16 @@ def builtin_hint(obj: Any) -> str | None:
         return None
 
 
+def call_method(obj: Any) -> Any:
+    """The Python ``__call__`` of a callable object's class, or None."""
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return None
+    call = getattr(type(obj), "__call__", None)
+    if isinstance(call, types.FunctionType) and _has_source(call):
+        return call
+    return None
+
+
 def _has_source(fn: Any) -> bool:
     mod = getattr(fn, "__module__", "") or ""
     if mod.startswith(("numpy", "s2sad.runtime")):
@@ -241,6 +262,25 @@ def _has_source(fn: Any) -> bool:
         return inspect.getsourcelines(fn) is not None
     except (OSError, TypeError):
         return False
+
+
+def _star_params(info: CallInfo, local_functions: dict) -> str:
+    """``*args`` / ``**kwargs`` as the callee spells them ('' when it has neither)."""
+    if info.kind == "local":
+        a = local_functions[info.target].node.args
+        names = [f"*{a.vararg.arg}"] if a.vararg else []
+        names += [f"**{a.kwarg.arg}"] if a.kwarg else []
+    else:
+        try:
+            sig = inspect.signature(info.target)
+        except (TypeError, ValueError):
+            return ""
+        names = [
+            ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+    return " and ".join(names)
 
 
 def _def_params(

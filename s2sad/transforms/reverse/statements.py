@@ -32,6 +32,7 @@ from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
 from s2sad.transforms.front.calls import CallInfo, as_written
+from s2sad.transforms import lines
 
 
 class FunctionReverser(RuleCalls):
@@ -122,8 +123,10 @@ class FunctionReverser(RuleCalls):
         """(forward statements, a generator-closure producing backward statements)."""
         fwd: list[ast.stmt] = []
         parts = []
+        source = self.fc.parsed.source
         for s in stmts:
             f, b = self.statement(s, in_loop)
+            lines.stamp(f, source, anno(s).get("origin"), lines.FORWARD)
             if f and not isinstance(s, (ast.If, ast.For, ast.While)):
                 anno(f[-1])[
                     "src"
@@ -136,6 +139,7 @@ class FunctionReverser(RuleCalls):
             last_origin = None
             for s, b in reversed(parts):
                 block = b()
+                lines.stamp(block, source, anno(s).get("origin"), lines.BACKWARD)
                 anno(s)["bwd_reads"] = {
                     n.id
                     for st in block

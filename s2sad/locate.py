@@ -1,0 +1,110 @@
+"""Errors raised inside emitted code, told in terms of the user's source.
+
+Modules loaded through the cache have the ``_s2sad_lines`` table bound (made
+by ``s2sad.transforms.lines``, kept as the last line of the cached file).  When the emitted function raises, :func:`add_note`
+finds the innermost emitted frame of the traceback, looks its line up in that
+table and adds a note to the exception (same type, same message)::
+
+    ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0 ...
+    in the gradient of loss, forward pass of model.py:12: h = x @ w
+
+Nothing here runs unless something failed.  Light on purpose: no compiler.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+from typing import Any
+
+#: the emitted module constant (``s2sad.transforms.lines.NAME``)
+TABLE = "_s2sad_lines"
+
+PHASES = {"f": "forward pass of ", "b": "backward pass of ", "t": "at "}
+
+
+def lookup(table: dict, function: str, line: int) -> tuple | None:
+    """``(module, qualname, user line, phase, source text)`` for line ``line`` of the
+    emitted ``function`` (counted from its ``def``, which is 0); None if unknown."""
+    entry = table.get(function)
+    if entry is None:
+        return None
+    module, qualname, def_line, runs = entry
+    line += def_line
+    found = None
+    for start, mark in runs.items():  # in the order of emitted lines
+        if start > line:
+            break
+        found = mark
+    if found is None:
+        return None
+    lineno, phase = found
+    return module, qualname, lineno, phase, table.get((module, lineno), "")
+
+
+def user_location(exc: BaseException) -> tuple | None:
+    """Where in the user's source the innermost emitted frame of ``exc`` was."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        table = frame.f_globals.get(TABLE)
+        if isinstance(table, str):  # as the cache keeps it: read on first use
+            table = frame.f_globals[TABLE] = ast.literal_eval(table)
+        if isinstance(table, dict):
+            code = frame.f_code
+            hit = lookup(table, code.co_name, tb.tb_lineno - code.co_firstlineno)
+            if hit is not None:
+                found = hit
+        tb = tb.tb_next
+    return found
+
+
+def _filename(module: str, qualname: str, fun: Any) -> str:
+    code = getattr(fun, "__code__", None)
+    if code is not None and (fun.__module__, fun.__qualname__) == (module, qualname):
+        return code.co_filename
+    return getattr(sys.modules.get(module), "__file__", None) or f"{module}.py"
+
+
+def _current_line(filename: str, lineno: int, text: str) -> int:
+    """``lineno``, or where ``text`` moved to when lines were added above it."""
+    if not text or linecache.getline(filename, lineno).strip() == text:
+        return lineno
+    hits = [
+        i + 1
+        for i, line in enumerate(linecache.getlines(filename))
+        if line.strip() == text
+    ]
+    return min(hits, key=lambda i: abs(i - lineno)) if hits else lineno
+
+
+def note(exc: BaseException, fun: Any, what: str = "gradient") -> str | None:
+    """The note for ``exc`` raised by the gradient of ``fun`` (None: not located)."""
+    where = user_location(exc)
+    if where is None:
+        return None
+    module, qualname, lineno, phase, text = where
+    filename = _filename(module, qualname, fun)
+    lineno = _current_line(filename, lineno, text)
+    name = getattr(fun, "__qualname__", getattr(fun, "__name__", "?"))
+    inside = "" if qualname == name else f" (in {qualname})"
+    return (
+        f"in the {what} of {name}, {PHASES.get(phase, '')}"
+        f"{filename}:{lineno}{inside}: {text}"
+    )
+
+
+def add_note(exc: BaseException, fun: Any, what: str = "gradient") -> None:
+    """Add :func:`note` to ``exc`` (once); never raises."""
+    try:
+        text = note(exc, fun, what)
+        if text is None or text in getattr(exc, "__notes__", ()):
+            return
+        if hasattr(exc, "add_note"):
+            exc.add_note(text)
+        else:  # Python 3.10: kept where 3.11's traceback would print it
+            exc.__notes__ = [*getattr(exc, "__notes__", []), text]
+    except Exception:  # noqa: BLE001 - a failed note must not hide the error
+        pass
