@@ -183,3 +183,19 @@ def float_argument_rebound_after_return(w, x):
         return w
     w = x
     return np.sum(w * w)
+
+
+@case(vec(3), scal())
+def rebound_then_conditional_expression(x, s):
+    # `s` is bound inside the if that the conditional expression becomes, so the
+    # first statement must not be read as s's only binding (its cotangent was lost)
+    s *= 0.5
+    s = s * np.mean(x) if np.mean(x) < -0.95 else s * s
+    return 1.26 * s + np.sum(x)
+
+
+@case(vec(3), scal())
+def rebound_then_boolean_operator(x, s):
+    s = s * 0.5
+    s = (np.sum(x) > 10.0) and s or s * s
+    return 1.26 * s

@@ -65,9 +65,16 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     # ------------------------------------------------------------------ helpers
     def _compound_stores(self, body: list[ast.stmt]) -> set[str]:
+        """Names bound on some paths only: in compound statements, and by an
+        assignment whose value is a conditional expression or ``and``/``or``
+        (normalize writes those into the target inside an ``if``)."""
         out: set[str] = set()
         for stmt in body:
             if isinstance(stmt, (ast.If, ast.For, ast.While)):
+                out |= stores(stmt)
+            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                isinstance(n, (ast.IfExp, ast.BoolOp)) for n in ast.walk(stmt)
+            ):
                 out |= stores(stmt)
         return out
 
@@ -177,7 +184,12 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self._setitem(target.value.id, index, new, out)
 
     def assign_to(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
-        if isinstance(target, ast.Name) and isinstance(value, (ast.IfExp, ast.BoolOp)):
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, (ast.IfExp, ast.BoolOp))
+            # x = c and x or y: the first operand written into x would clobber x
+            and not (isinstance(value, ast.BoolOp) and target.id in loads(value))
+        ):
             # expand the branches straight into the target: no copy afterwards
             self.nonsimple.add(target.id)
             self.value(value, out, hint=target.id, into=target.id)
