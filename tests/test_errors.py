@@ -47,7 +47,7 @@ def test_all_problems_reported_at_once():
     assert len(err.problems) == 3, constructs
     assert any("global" in m for m in constructs)
     assert any("with" in m for m in constructs)
-    assert any("list comprehension" in m for m in constructs)
+    assert any("set comprehension" in m for m in constructs)
     assert [p.line for p in err.problems] == sorted(p.line for p in err.problems)
     assert str(err).startswith("3 problems found")
 

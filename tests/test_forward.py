@@ -28,6 +28,7 @@ from tests.corpus import (  # noqa: F401
     cases_builtins,
     cases_calls,
     cases_combo,
+    cases_comprehensions,
     cases_data,
     cases_loops,
 )

@@ -17,6 +17,7 @@ from tests.corpus import (  # noqa: F401
     cases_basic,
     cases_calls,
     cases_combo,
+    cases_comprehensions,
     cases_data,
     cases_loops,
 )
@@ -45,6 +46,7 @@ SECOND_ORDER_CASES = {
     "list_returned_from_callee", "empty_list_then_stack", "math_in_loop",
     "rnn_with_cell_fn", "logistic_regression", "mlp_two_layers", "logsumexp_stable",
     "index_repeated_accumulates", "reductions_axis", "where_abs", "methods_max_min",
+    "rosenbrock_deap", "nested_listcomp", "comp_over_zip", "comp_inside_loop",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 
@@ -240,18 +242,29 @@ def test_jacobian_of_several_arguments_and_scalar_output():
 def test_second_order_through_adjoint_rules_differentiated_from_source():
     x = np.array([1.3, 0.7, 1.1, 0.9])
     v = RNG.normal(size=4)
-    for f in (fc.det_of, fc.norm_of):
+    for f in (fc.det_of, fc.norm_of, fc.cumprod_of):
         hv = s2sad.hvp(f)(x, v)
         want = directional(s2sad.grad(f), [x], (0,), (v,), h=1e-5)
         np.testing.assert_allclose(hv, want, rtol=1e-5, atol=1e-7)
 
 
-def test_an_adjoint_rule_that_cannot_be_differentiated_is_named():
+def test_an_adjoint_rule_that_cannot_be_differentiated_is_named(monkeypatch):
+    from s2sad.runtime import registry
+
+    registry.ensure_loaded()
+    monkeypatch.setattr(registry, "_RULES", dict(registry._RULES))
+    monkeypatch.setattr(registry, "_USER_ENTRIES", list(registry._USER_ENTRIES))
+    monkeypatch.setattr(registry, "_FINGERPRINT", [])
+
+    @s2sad.adjoint(fc.squared)
+    def d_squared(g, ans, x):  # no tangent rule; a user's rule is not differentiated
+        return (2.0 * g * x,)
+
     with pytest.raises(MissingRuleError) as info:
-        s2sad.hvp(fc.cumprod_of)(np.ones(3), np.ones(3))
+        s2sad.hvp(fc.squared_of)(np.ones(3), np.ones(3))
     message = str(info.value)
-    assert "no forward (tangent) rule for s2sad.runtime.statistics.d_cumprod" in message
-    assert "differentiating its source failed" in message
+    assert "no forward (tangent) rule for tests.forward_cases.squared" in message
+    assert "register one: @s2sad.runtime.tangents.tangent" in message
 
 
 # ---------------------------------------------------------------- the example models

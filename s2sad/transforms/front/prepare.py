@@ -19,6 +19,7 @@ import sys
 import types
 
 from s2sad.transforms.astutil import Namer, anno, name
+from s2sad.transforms.front import comprehensions
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
@@ -37,8 +38,9 @@ def validate(job, module) -> None:
 
 
 def desugar(job, module) -> None:
-    """User names the emitted code needs are renamed (hygiene); early exits and
-    jumps become flags; the function's names are reserved."""
+    """User names the emitted code needs are renamed (hygiene); the function's
+    names are reserved; comprehensions become loops; early exits and jumps
+    become flags."""
     job.renamed = hygiene.run(job, module)
     node = job.node
     job.namer = Namer(
@@ -47,6 +49,7 @@ def desugar(job, module) -> None:
         | module.namer.used
         | set(module.helper_names)
     )
+    comprehensions.run(node, job.namer, job.parsed.source)
     desugar_pass.run(node, job.namer)
 
 

@@ -48,12 +48,9 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
     ast.ImportFrom: ("import statement", "import at module level"),
     ast.Delete: ("'del' statement", "rebind the name instead of deleting it"),
     ast.NamedExpr: ("assignment expression (':=')", "assign on a separate line"),
-    ast.ListComp: ("list comprehension", "write a for loop that appends to a list"),
-    ast.SetComp: ("set comprehension", "write a for loop"),
-    ast.DictComp: ("dict comprehension", "write a for loop that fills a dict"),
-    ast.GeneratorExp: (
-        "generator expression",
-        "write a for loop that appends to a list",
+    ast.SetComp: (
+        "set comprehension",
+        "sets are unordered: build a list (a list comprehension) instead",
     ),
     ast.Set: ("set literal", "use a list or tuple"),
     ast.Match: ("'match' statement", "use if/elif/else"),
