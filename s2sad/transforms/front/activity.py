@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.calls import CallInfo, builtin_hint
+from s2sad.transforms.front.calls import CallInfo, builtin_hint, library_file
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
@@ -320,6 +320,13 @@ def _missing_message(call: ast.Call, info: CallInfo) -> str:
     if obj is None:
         return (
             f"cannot tell which function '{ast.unparse(call.func)}' is at compile time"
+        )
+    library = library_file(getattr(obj, "__func__", obj))
+    if library is not None:
+        return (
+            f"no adjoint rule for {registry.display_name(obj)} "
+            f"(called as '{ast.unparse(call.func)}'); it is library code "
+            f"({library}), which s2sad does not compile"
         )
     return (
         f"no adjoint rule for {registry.display_name(obj)} "
