@@ -31,18 +31,32 @@ RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 _RUNTIME = "s2sad.runtime"
 
 
-def _family_modules() -> list[Any]:
-    """The rule modules of s2sad.runtime, sorted by name."""
-    from s2sad.runtime import RULE_MODULES
+def _family_modules(optional: bool = False) -> list[Any]:
+    """The rule modules of s2sad.runtime, sorted by name.
 
+    With ``optional``, also the optional ones (SciPy's) whose library is
+    installed; the table and the rule count leave them out, so that they do not
+    depend on what is installed.
+    """
+    from s2sad.runtime import RULE_MODULES, available_optional_modules
+
+    names = list(RULE_MODULES)
+    if optional:
+        from s2sad.runtime import load_optional_rules
+
+        load_optional_rules(force=True)
+        names += available_optional_modules()
     registry.all_rules()  # loads the built-in rules
-    return [importlib.import_module(f"{_RUNTIME}.{n}") for n in sorted(RULE_MODULES)]
+    return [importlib.import_module(f"{_RUNTIME}.{n}") for n in sorted(names)]
 
 
-def rules_by_family() -> dict[str, list[registry.Rule]]:
-    """Built-in rules grouped by family (module name), each list sorted by name."""
+def rules_by_family(optional: bool = False) -> dict[str, list[registry.Rule]]:
+    """Built-in rules grouped by family (module name), each list sorted by name.
+
+    ``optional`` adds the families of the installed optional libraries (SciPy).
+    """
     families: dict[str, list[registry.Rule]] = {}
-    for module in _family_modules():
+    for module in _family_modules(optional):
         family = module.__name__.rsplit(".", 1)[1]
         zero = {registry.key_of(fn) for fn in getattr(module, "NONDIFFERENTIABLE", ())}
         rules = [

@@ -83,12 +83,35 @@ def display_name(fn: Any) -> str:
     if not isinstance(name, str):  # a callable object: its class's __call__
         cls = type(fn)
         mod, name = cls.__module__ or "", f"{cls.__qualname__}.__call__"
+    if mod.startswith("scipy.") or isinstance(fn, np.ufunc):
+        return _scipy_name(fn, mod, name)
     if isinstance(fn, type(len)) and mod == "builtins":
         return name
     mod = mod.lstrip("_")  # _operator -> operator
     if mod.startswith("numpy"):
         mod = "numpy" if not mod.startswith("numpy.linalg") else "numpy.linalg"
     return f"{mod}.{name}" if mod else name
+
+
+def _scipy_name(fn: Any, mod: str, name: str) -> str:
+    """``scipy.special.expit``, ``scipy.stats.norm.logpdf``: the public spelling."""
+    special = sys.modules.get("scipy.special")
+    if isinstance(fn, np.ufunc):
+        if not mod and special is not None and getattr(special, name, None) is fn:
+            mod = "scipy.special"
+        return f"{mod}.{name}" if mod else name
+    public = []
+    for part in mod.split("."):
+        if part.startswith("_"):
+            break
+        public.append(part)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type):
+        label = getattr(owner, "name", None)
+        if not isinstance(label, str):
+            label = type(owner).__name__.removesuffix("_gen")
+        name = f"{label}.{fn.__name__}"
+    return ".".join(public + [name])
 
 
 def adjoint(
@@ -279,6 +302,8 @@ def _user_entry(kind: str, primal: Any, fn: Any = None, extra: str = "") -> None
 _LOADED = False
 _LOADING = False  # True while the built-in rule modules register themselves
 _USER_ENTRIES: list[str] = []
+#: libraries of optional rule modules not imported yet (see ``_load_optional``)
+_OPTIONAL_PENDING: set[str] = {"scipy"}
 
 
 def ensure_loaded() -> None:
@@ -293,3 +318,22 @@ def ensure_loaded() -> None:
             load_builtin_rules()
         finally:
             _LOADING = False
+        _load_optional()
+    elif _OPTIONAL_PENDING and any(lib in sys.modules for lib in _OPTIONAL_PENDING):
+        _load_optional()
+
+
+def _load_optional() -> None:
+    """Load the optional rule modules (SciPy's) once their library is imported."""
+    global _LOADING
+    from s2sad.runtime import OPTIONAL_RULE_MODULES, load_optional_rules
+
+    _LOADING = True
+    try:
+        load_optional_rules()
+    finally:
+        _LOADING = False
+    _OPTIONAL_PENDING.clear()
+    _OPTIONAL_PENDING.update(
+        lib for _, lib in OPTIONAL_RULE_MODULES if lib not in sys.modules
+    )

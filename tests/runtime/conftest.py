@@ -13,7 +13,7 @@ def untested(family: str, tested: set) -> list[str]:
     keys = {registry.key_of(fn) for fn in tested}
     return [
         r.name
-        for r in rules_by_family()[family]
+        for r in rules_by_family(optional=True)[family]
         if registry.key_of(r.primal) not in keys
     ]
 

@@ -26,7 +26,12 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.calls import CallInfo, builtin_hint, call_method
+from s2sad.transforms.front.calls import (
+    CallInfo,
+    builtin_hint,
+    call_method,
+    library_file,
+)
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
@@ -342,6 +347,13 @@ def _missing_message(call: ast.Call, info: CallInfo) -> str:
             f"'{ast.unparse(call.func)}' is a callable object (a "
             f"{registry.display_name(type(obj))}): calls through its __call__ are not "
             "differentiated yet"
+        )
+    library = library_file(getattr(obj, "__func__", obj))
+    if library is not None:
+        return (
+            f"no adjoint rule for {registry.display_name(obj)} "
+            f"(called as '{ast.unparse(call.func)}'); it is library code "
+            f"({library}), which s2sad does not compile"
         )
     return (
         f"no adjoint rule for {registry.display_name(obj)} "

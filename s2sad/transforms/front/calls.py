@@ -13,7 +13,11 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import site
+import sysconfig
+from pathlib import Path
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -254,8 +258,9 @@ def call_method(obj: Any) -> Any:
 
 
 def _has_source(fn: Any) -> bool:
+    """Whether s2sad compiles ``fn`` from its source: user code, not a library's."""
     mod = getattr(fn, "__module__", "") or ""
-    if mod.startswith(("numpy", "s2sad.runtime")):
+    if mod.startswith(("numpy", "s2sad.runtime")) or is_library(fn):
         return False
     try:
         inspect.getsourcefile(fn)
@@ -281,6 +286,44 @@ def _star_params(info: CallInfo, local_functions: dict) -> str:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
     return " and ".join(names)
+
+
+_S2SAD_DIR = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=1)
+def _library_dirs() -> tuple[Path, ...]:
+    """The standard library's and the installed distributions' folders."""
+    paths = sysconfig.get_paths()
+    dirs = {
+        paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths
+    }
+    dirs.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    dirs.add(site.getusersitepackages())
+    return tuple(Path(d).resolve() for d in dirs if d)
+
+
+def library_file(fn: Any) -> str | None:
+    """The file defining ``fn`` when it is library code (the standard library,
+    site-packages, any installed distribution), else None: s2sad compiles the
+    user's functions from source, never a library's (SciPy's source is full of
+    forms it does not differentiate; its calls need rules)."""
+    try:
+        file = inspect.getsourcefile(fn) or inspect.getfile(fn)
+    except (TypeError, OSError):
+        return None
+    if not file:
+        return None
+    path = Path(file).resolve()
+    if path.is_relative_to(_S2SAD_DIR):
+        return None
+    if any(part in ("site-packages", "dist-packages") for part in path.parts):
+        return str(path)
+    return str(path) if any(path.is_relative_to(d) for d in _library_dirs()) else None
+
+
+def is_library(fn: Any) -> bool:
+    return library_file(fn) is not None
 
 
 def _def_params(
