@@ -316,6 +316,10 @@ class _Checker:
             else:
                 state.observe(z, base)
                 state.observe(base, z)
+                # z's memory is base's: whoever sees base's changes sees z's,
+                # even after base is re-bound (r = s; s = y[1] next time round)
+                seen = state.observers.get(base, set()) - {z}
+                state.observers.setdefault(z, set()).update(seen)
 
     def scalar(self, value: ast.expr, state: _State) -> bool:
         """Whether ``value`` is an immutable scalar (a NumPy scalar or a Python number)."""
@@ -373,9 +377,15 @@ class _Checker:
     def mutate(self, y: str, s: ast.stmt, state: _State, always: bool = False) -> None:
         if y not in self.act.active and not always:
             return
-        for other in state.observers.get(y, set()):
-            if other != y:
-                state.stale[other] = s.lineno
+        # whoever sees a change of a name that sees y's change sees it too
+        # (r = s; s = y[1]; r *= t changes y)
+        seen, todo = {y}, [y]
+        while todo:
+            for other in state.observers.get(todo.pop(), set()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+                    state.stale[other] = s.lineno
 
 
 def _int_constant(index: ast.expr) -> int | None:
