@@ -186,8 +186,13 @@ class ModuleBuilder:
         caller: parse.ParsedFunction,
         local_functions: dict,
         site: Any = None,
+        scalars: tuple = (),
     ) -> Job:
-        """The job compiling a called user function for ``pattern`` (queued if new)."""
+        """The job compiling a called user function for ``pattern`` (queued if new).
+
+        ``scalars``: per argument of the call, whether it is an immutable scalar
+        (part of the key: a job compiled for a scalar serves only such calls).
+        """
         if info.kind == "local":
             local = local_functions[info.target]
             key: tuple = ("local", id(local.node), pattern)
@@ -198,6 +203,9 @@ class ModuleBuilder:
             receiver = info.extra.get("receiver")
             key = ("user", info.target, pattern, type(receiver))
             base = info.target.__name__
+        scalars = tuple(bool(b) for b in scalars)
+        if any(scalars):
+            key = (*key, scalars)
         job = self.jobs.get(key)
         if job is not None:
             return job
@@ -208,7 +216,8 @@ class ModuleBuilder:
             names = (fwd, self.namer.fresh(f"{base}_backward"))
         self.function_names.update(names)
         if info.kind == "local":
-            node = copy.deepcopy(local.node) if self.mode == "forward" else local.node
+            fresh = self.mode == "forward" or any(scalars)  # a second job of the node
+            node = copy.deepcopy(local.node) if fresh else local.node
             parsed = parse.ParsedFunction(
                 node, caller.source, caller.env, local_functions=local_functions
             )
@@ -216,6 +225,10 @@ class ModuleBuilder:
             parsed = parse.parse_function(info.target)
             if receiver is not None and parsed.node.args.args:
                 parsed.example_args = {parsed.node.args.args[0].arg: receiver}
+        a = parsed.node.args
+        params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        if len(params) == len(scalars):
+            parsed.scalar_params = {p for p, b in zip(params, scalars) if b}
         job = Job(parsed, names, tuple(pattern), top=False, site=site)
         self.jobs[key] = job
         self.queue.append(job)

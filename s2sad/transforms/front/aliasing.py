@@ -14,13 +14,20 @@ The check is flow-sensitive (a view re-created before it is read is fine, as in
 gradient.  Scalars cannot alias: a name bound to a full integer index of an
 argument of known rank (``s = b[1, 0]`` with ``b`` 2-d), to ``float(...)`` or
 ``int(...)``, or to arithmetic on scalars, holds an immutable value, and
-``s *= t`` on it rebinds (``b[1]`` is a view, and still watched).
+``s *= t`` on it rebinds (``b[1]`` is a view, and still watched).  So do
+full reductions (``np.mean(x)``, ``x.sum()``), ``math`` functions, ufuncs of
+scalars, scalar arguments (from the call's example arguments, or a callee's
+``scalar_params``) and the scalar elements of a tuple (``t = (a, s)``;
+``v = t[1]``).  Loops iterate to a fixpoint of these facts.  Each call of a
+user function is marked with which arguments are scalars at every visit
+(``scalar_args``), for the callee's in-place check.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -64,19 +71,35 @@ class _State:
         self.observers: dict[str, set[str]] = {}
         self.stale: dict[str, int] = {}  # name -> line of the change it missed
         self.scalars: set[str] = set()  # names holding immutable scalars
+        self.elements: dict[str, tuple[bool, ...]] = {}  # tuple -> scalar elements
 
     def copy(self) -> "_State":
         s = _State()
         s.observers = {k: set(v) for k, v in self.observers.items()}
         s.stale = dict(self.stale)
         s.scalars = set(self.scalars)
+        s.elements = dict(self.elements)
         return s
+
+    def key(self) -> tuple:
+        """What a loop's fixpoint compares."""
+        return (
+            frozenset((k, frozenset(v)) for k, v in self.observers.items()),
+            frozenset(self.stale),
+            frozenset(self.scalars),
+            frozenset(self.elements.items()),
+        )
 
     def merge(self, other: "_State") -> None:
         for k, v in other.observers.items():
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
+        mine, self.elements = self.elements, {}
+        for k, v in mine.items():
+            w = other.elements.get(k)
+            if w is not None and len(w) == len(v):
+                self.elements[k] = tuple(a and b for a, b in zip(v, w))
 
     def observe(self, watcher: str, watched: str) -> None:
         """``watcher`` sees in-place changes of ``watched`` (and of what it sees)."""
@@ -88,25 +111,53 @@ class _State:
                 obs.add(watcher)
 
 
+SCALARS = (float, int, complex, np.generic)
+#: NumPy reductions whose result, without axis (one argument only), is a scalar
+FULL_REDUCTIONS = {
+    np.sum,
+    np.mean,
+    np.max,
+    np.min,
+    np.amax,
+    np.amin,
+    np.prod,
+    np.std,
+    np.var,
+    np.median,
+    np.nansum,
+    np.nanmean,
+    np.nanmax,
+    np.nanmin,
+    np.ptp,
+}
+REDUCTION_METHODS = {"sum", "mean", "max", "min", "prod", "std", "var", "item"}
+
+
 def run(
-    node: ast.FunctionDef, act: Activity, source, examples: dict[str, Any] | None = None
+    node: ast.FunctionDef,
+    act: Activity,
+    source,
+    examples: dict[str, Any] | None = None,
+    scalar_params: set[str] | frozenset = frozenset(),
 ) -> None:
-    """``examples``: the call's arguments by parameter (their ranks and scalars)."""
+    """``examples``: the call's arguments by parameter (their ranks and scalars);
+    ``scalar_params``: parameters every call site passes an immutable scalar."""
     stored = {
         n.id
         for n in ast.walk(node)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
-    params = [a.arg for a in node.args.args if a.arg not in stored]
     examples = examples or {}
     state = _State()
     ranks = {}
-    for p in params:
+    for p in [a.arg for a in node.args.args]:
         v = examples.get(p)
-        if isinstance(v, (float, int, complex, np.generic)):
-            state.scalars.add(p)
-        elif isinstance(v, np.ndarray):
-            ranks[p] = v.ndim
+        if isinstance(v, SCALARS) or p in scalar_params:
+            state.scalars.add(p)  # facts at entry: the flow keeps them up to date
+        elif isinstance(v, tuple):
+            state.elements[p] = tuple(isinstance(e, SCALARS) for e in v)
+        elif isinstance(v, np.ndarray) and p not in stored:
+            ranks[p] = v.ndim  # not flow-sensitive: for names never re-bound only
     checker = _Checker(act, source, _containers(node), ranks)
     checker.block(node.body, state)
     if checker.problems:
@@ -152,11 +203,20 @@ class _Checker:
             a.merge(b)
             return a
         if isinstance(s, (ast.For, ast.While)):
-            once = self.block(s.body, state.copy())
-            twice = self.block(s.body, once.copy())
-            twice.merge(state)
-            return twice
+            # the state at the top of the body: the entry merged with every
+            # iteration's end, up to a fixpoint (facts only grow: observers,
+            # stale names; or shrink: scalars)
+            head = state.copy()
+            for _ in range(100):
+                end = self.block(s.body, head.copy())
+                nxt = head.copy()
+                nxt.merge(end)
+                if nxt.key() == head.key():
+                    break
+                head = nxt
+            return head
         self.reads(s, state)
+        self.mark_calls(s, state)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             if anno(s).get(
                 "augassign"
@@ -183,11 +243,21 @@ class _Checker:
         return state
 
     def reads(self, s: ast.AST, state: _State) -> None:
+        # t[k] reads only the element: a scalar one cannot have been changed
+        scalar_items = {
+            id(n.value)
+            for n in ast.walk(s)
+            if isinstance(n, ast.Subscript)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in state.elements
+            and self.scalar(n, state)
+        }
         for n in ast.walk(s):
             if (
                 isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Load)
                 and n.id in state.stale
+                and id(n) not in scalar_items
             ):
                 key = (n.id, state.stale[n.id])
                 if key not in self.reported:
@@ -202,7 +272,26 @@ class _Checker:
                         )
                     )
 
+    def mark_calls(self, s: ast.stmt, state: _State) -> None:
+        """Mark calls of user functions with their scalar arguments (``scalar_args``).
+
+        A statement may be visited more than once (branches, loop iterations):
+        an argument counts as a scalar only if it is one at every visit.
+        """
+        for n in ast.walk(s):
+            if not isinstance(n, ast.Call):
+                continue
+            info = anno(n).get("call")
+            if getattr(info, "kind", "") not in ("user", "local"):
+                continue
+            now = tuple(self.scalar(a, state) for a in n.args)
+            before = anno(n).get("scalar_args")
+            if before is not None and len(before) == len(now):
+                now = tuple(a and b for a, b in zip(before, now))
+            anno(n)["scalar_args"] = now
+
     def define(self, z: str, value: ast.expr, state: _State) -> None:
+        state.elements.pop(z, None)
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
@@ -211,6 +300,8 @@ class _Checker:
             state.scalars.add(z)  # immutable: shares nothing
             return
         state.scalars.discard(z)
+        if isinstance(value, ast.Tuple):  # immutable: its scalar elements stay so
+            state.elements[z] = tuple(self.scalar(e, state) for e in value.elts)
         if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
             elts = value.values if isinstance(value, ast.Dict) else value.elts
             for e in elts:
@@ -218,11 +309,17 @@ class _Checker:
                     state.observe(z, e.id)  # the container sees changes of its elements
             return
         for base in _view_sources(value):
+            if base in state.scalars:
+                continue  # immutable: nothing to share
             if base in self.containers and not isinstance(value, ast.Name):
                 state.observe(base, z)  # an element taken out of a container
             else:
                 state.observe(z, base)
                 state.observe(base, z)
+                # z's memory is base's: whoever sees base's changes sees z's,
+                # even after base is re-bound (r = s; s = y[1] next time round)
+                seen = state.observers.get(base, set()) - {z}
+                state.observers.setdefault(z, set()).update(seen)
 
     def scalar(self, value: ast.expr, state: _State) -> bool:
         """Whether ``value`` is an immutable scalar (a NumPy scalar or a Python number)."""
@@ -235,13 +332,38 @@ class _Checker:
         if isinstance(value, ast.BinOp):
             return self.scalar(value.left, state) and self.scalar(value.right, state)
         if isinstance(value, ast.Call):
-            info = anno(value).get("call")
-            return getattr(info, "target", None) in (builtins.float, builtins.int)
+            return self._scalar_call(value, state)
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            elements = state.elements.get(value.value.id)
+            k = _int_constant(value.slice)
+            if elements is not None and k is not None:
+                return -len(elements) <= k < len(elements) and elements[k]
             rank = self.ranks.get(value.value.id)
             index = value.slice
             items = index.elts if isinstance(index, ast.Tuple) else [index]
             return rank == len(items) and all(self._int(i, state) for i in items)
+        return False
+
+    def _scalar_call(self, value: ast.Call, state: _State) -> bool:
+        info = anno(value).get("call")
+        kind = getattr(info, "kind", "")
+        target = getattr(info, "target", None)
+        if kind == "method":
+            # x.sum(), x.item(): a scalar for an array (other receivers would fail)
+            return target in REDUCTION_METHODS and not value.args and not value.keywords
+        if kind in ("user", "local") or value.keywords or target is None:
+            return False
+        if target in (builtins.float, builtins.int):
+            return True
+        args_scalar = all(self.scalar(a, state) for a in value.args)
+        if target in (builtins.abs, builtins.min, builtins.max, builtins.round):
+            return bool(value.args) and args_scalar  # one of, or a function of, scalars
+        if getattr(math, getattr(target, "__name__", ""), None) is target:
+            return True  # math functions return Python numbers
+        if _in(target, FULL_REDUCTIONS):
+            return len(value.args) == 1
+        if isinstance(target, np.ufunc):
+            return args_scalar  # a ufunc of scalars gives a NumPy scalar
         return False
 
     def _int(self, index: ast.expr, state: _State) -> bool:
@@ -255,9 +377,35 @@ class _Checker:
     def mutate(self, y: str, s: ast.stmt, state: _State, always: bool = False) -> None:
         if y not in self.act.active and not always:
             return
-        for other in state.observers.get(y, set()):
-            if other != y:
-                state.stale[other] = s.lineno
+        # whoever sees a change of a name that sees y's change sees it too
+        # (r = s; s = y[1]; r *= t changes y)
+        seen, todo = {y}, [y]
+        while todo:
+            for other in state.observers.get(todo.pop(), set()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+                    state.stale[other] = s.lineno
+
+
+def _int_constant(index: ast.expr) -> int | None:
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return index.value
+    if (
+        isinstance(index, ast.UnaryOp)
+        and isinstance(index.op, ast.USub)
+        and isinstance(index.operand, ast.Constant)
+        and type(index.operand.value) is int
+    ):
+        return -index.operand.value
+    return None
+
+
+def _in(target: Any, group: set) -> bool:
+    try:
+        return target in group
+    except TypeError:  # unhashable
+        return False
 
 
 def _view_sources(value: ast.expr) -> list[str]:

@@ -47,6 +47,8 @@ def run(job, module) -> dict[str, str]:
     for old, new in renamed.items():
         if old in examples:
             examples[new] = examples.pop(old)  # in place: module.examples is this dict
+        if old in job.parsed.scalar_params:
+            job.parsed.scalar_params = (job.parsed.scalar_params - {old}) | {new}
     module.namer.reserve(*_bound(node))
     return params
 

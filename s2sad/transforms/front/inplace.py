@@ -12,7 +12,10 @@ passes).  Immutable arguments keep Python's rebinding semantics::
         x += 1.0        # refused: "copy it first: x = x + 1.0"
 
 Without example arguments (ahead of time, or a callee), any argument may be
-an array: refused too, unless the name was rebound before (``x = x * 2.0``).
+an array: refused too, unless the name was rebound before (``x = x * 2.0``),
+or the callee's job was requested for call sites that pass a known immutable
+scalar there (``ParsedFunction.scalar_params``: a constant, ``float(...)``,
+``np.mean(x)``; front/aliasing.py marks the call sites).
 """
 
 from __future__ import annotations
@@ -34,7 +37,12 @@ def run(parsed: Any) -> None:
     a = node.args
     params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
     examples = parsed.example_args
-    mutable = {p for p in params if not isinstance(examples.get(p, []), IMMUTABLE)}
+    mutable = {
+        p
+        for p in params
+        if not isinstance(examples.get(p, []), IMMUTABLE)
+        and p not in parsed.scalar_params  # every call site passes a scalar
+    }
     problems, rebound = [], set()
     for stmt in node.body:
         for sub in _walk(stmt):

@@ -85,6 +85,9 @@ class ParsedFunction:
     env: Env
     fn: Any = None
     example_args: dict[str, Any] = field(default_factory=dict)
+    #: parameters every call passes an immutable scalar (a callee: from its call
+    #: site's static facts, see front/aliasing.py); the key of its job says so
+    scalar_params: set[str] = field(default_factory=set)
     #: a local function compiled as a callee: the enclosing function's local functions
     local_functions: dict[str, Any] = field(default_factory=dict)
 

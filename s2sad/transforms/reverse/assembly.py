@@ -44,7 +44,13 @@ def activity(job, module) -> None:
 
 def aliasing(job, module) -> None:
     """Refuse reads of a view whose base was changed in place."""
-    aliasing_pass.run(job.node, job.act, job.parsed.source, job.parsed.example_args)
+    aliasing_pass.run(
+        job.node,
+        job.act,
+        job.parsed.source,
+        job.parsed.example_args,
+        job.parsed.scalar_params,
+    )
 
 
 def differentiate(job, module) -> None:

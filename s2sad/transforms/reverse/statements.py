@@ -278,10 +278,12 @@ class FunctionReverser(RuleCalls):
             for a in v.args
         )
         useful = x is not None and self.needs(x)
+        # which arguments are immutable scalars at every visit (front/aliasing.py)
+        scalars = anno(v).get("scalar_args", ())
         if not any(pattern) or not useful:
             if info.kind == "user":
                 return as_written(v), None
-            fwd_name = self.fc.request(info, pattern).names[0]
+            fwd_name = self.fc.request(info, pattern, scalars).names[0]
             return (
                 ast.Subscript(
                     value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
@@ -290,7 +292,7 @@ class FunctionReverser(RuleCalls):
                 ),
                 None,
             )
-        fwd_name, bwd_name = self.fc.request(info, pattern).names
+        fwd_name, bwd_name = self.fc.request(info, pattern, scalars).names
         saved = self.fc.namer.fresh(f"saved_{fwd_name.removesuffix('_forward')}")
         self.fc.locals.add(saved)
         if x in self.fc.reassigned:

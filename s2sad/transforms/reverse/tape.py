@@ -53,9 +53,11 @@ class FunctionCompiler:
         self.reassigned = set(self.reassigned)
         self.locals = set(self.locals)
 
-    def request(self, info, pattern: tuple):
+    def request(self, info, pattern: tuple, scalars: tuple = ()):
         """The job of a called user function (see ModuleBuilder.request)."""
-        return self.module.request(info, pattern, self.parsed, self.module_locals)
+        return self.module.request(
+            info, pattern, self.parsed, self.module_locals, scalars=scalars
+        )
 
     def save(self, x: str, fwd: list[ast.stmt], in_loop: bool) -> int:
         """Keep ``x``'s old value before it is re-assigned; the save's id (0: no save).
