@@ -123,7 +123,7 @@ def compile_function(
             run(module)
             show(pass_name, module.functions)
     wrt = [job.renamed.get(p, p) for p in job.wrt]  # the user's names
-    text = emit.run(module, emit.Header(parsed.source, wrt, fn))
+    text = emit.run(module, emit.Header(parsed.source, wrt, fn, job.names[0]))
     show("emit", text)
     bindings = dict(module.bindings)
     if line_table:

@@ -33,9 +33,12 @@ BINDINGS_TAG = "# s2sad-bindings: "
 
 @dataclass
 class Header:
+    """What the first lines of an emitted module say about where it came from."""
+
     source: Any
     wrt: list[str]
     fn: Any
+    entry: str = ""  # the function callers run (<f>_value_and_grad, <f>_jvp)
 
 
 def run(module, header: Header) -> str:
@@ -169,6 +172,8 @@ def _header(h: Header, origins: dict[str, Any]) -> str:
         f"(source sha256 {source_hash(h.fn)}), wrt ({', '.join(h.wrt)}).",
         "# Do not edit: regenerate with s2sad.",
     ]
+    if h.entry:
+        lines.append(f"# Entry point: {h.entry}, the first function below.")
     if origins:
         lines.append(f"# Names bound by s2sad when loading: {', '.join(origins)}.")
         lines.append(BINDINGS_TAG + json.dumps(origins, sort_keys=True))
