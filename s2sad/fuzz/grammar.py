@@ -337,8 +337,9 @@ REFUSED = [
     ("with", ["with np.errstate(all='ignore'):", "    vR = np.sum(x)"]),
     ("x +=", ["x += 0.5"]),
     ("x[0] =", ["x[0] = 0.5"]),
-    ("vR =", ["vR = sum([np.sin(e) for e in x])"]),
-    ("vR =", ["vR = sum(np.sin(e) for e in x)"]),
+    # list comprehensions and generator expressions differentiate now; a set
+    # comprehension (no order, no gradient) is still refused
+    ("vR =", ["vR = sum({float(e) for e in x})"]),
     ("global", ["global MODEL"]),
 ]
 
