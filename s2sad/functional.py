@@ -26,10 +26,11 @@ from s2sad.api import GradientFunction
 from s2sad.binding import argnums_tuple, check_differentiable, normalize_argnums
 from s2sad.higher import (
     JvpFunction,
-    _tangent_like,
+    basis,
     jvp_target,
     reverse_function,
     split_aux,
+    tangent_like,
 )
 from s2sad.options import Options
 from s2sad.runtime import pytrees
@@ -60,7 +61,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     fn = reverse_function(target, nums, Options(workspace=False), values)
 
     def pullback(cotangent: Any) -> tuple:
-        seed = _tangent_like(cotangent, out, "(the cotangent of the output)")
+        seed = tangent_like(cotangent, out, "(the cotangent of the output)")
         _, grads = fn(*values, (seed, None) if has_aux else seed)
         return tuple(grads)
 
@@ -80,7 +81,7 @@ def _basis(tree: Any) -> list[Any]:
     flat = pytrees.leaves(tree)
     out = []
     for j, (_, leaf) in enumerate(flat):
-        for e in _leaf_basis(leaf):
+        for e in basis(leaf):  # a leaf: no container check fires
             parts = [e if k == j else _zero(x) for k, (_, x) in enumerate(flat)]
             out.append(pytrees.unflatten(tree, parts))
     return out
@@ -90,18 +91,6 @@ def _zero(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, x.dtype if x.dtype.kind in "fc" else float)
     return 0.0
-
-
-def _leaf_basis(x: Any) -> list[Any]:
-    if isinstance(x, np.ndarray):
-        dtype = x.dtype if x.dtype.kind in "fc" else np.float64
-        cols = []
-        for k in range(x.size):
-            e = np.zeros(x.size, dtype=dtype)
-            e[k] = 1
-            cols.append(e.reshape(x.shape))
-        return cols
-    return [1.0]
 
 
 def _assemble(rows: list[Any], rows_tree: Any, cols_tree: Any) -> Any:
@@ -186,7 +175,7 @@ def vjp_at(fun: Callable, args: tuple, nums: tuple[int, ...]) -> tuple:
     fn = reverse_function(target, shifted, Options(workspace=False), values)
 
     def pullback(u: Any) -> tuple:
-        return tuple(fn(*values, _tangent_like(u, out, "(output cotangent)"))[1])
+        return tuple(fn(*values, tangent_like(u, out, "(output cotangent)"))[1])
 
     return out, pullback
 

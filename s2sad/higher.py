@@ -28,20 +28,20 @@ from typing import Any
 
 import numpy as np
 
+from s2sad import adapters
 from s2sad.api import (
     CompiledModule,
     ForwardFunction,
     GradientFunction,
     register_derivative_rule,
 )
-from s2sad import adapters
 from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
     check_differentiable,
-    numpy_floats,
     normalize_argnums,
+    numpy_floats,
     object_signature,
     primal_or_raise,
 )
@@ -50,7 +50,7 @@ from s2sad.options import Options
 from s2sad.runtime import pytrees, support
 
 
-def _tangent_like(t: Any, x: Any, where: str) -> Any:
+def tangent_like(t: Any, x: Any, where: str) -> Any:
     """The caller's tangent in ``x``'s structure, shape and float dtype (None: zeros)."""
     if t is None:
         return support.zeros_like(x)
@@ -59,7 +59,7 @@ def _tangent_like(t: Any, x: Any, where: str) -> Any:
         return pytrees.rebuild(
             x,
             [
-                _tangent_like(ti, xi, f"{where}{step}")
+                tangent_like(ti, xi, f"{where}{step}")
                 for ti, (step, xi) in zip(kids, pytrees.children(x))
             ],
         )
@@ -70,12 +70,12 @@ def _tangent_like(t: Any, x: Any, where: str) -> Any:
             raise ValueError(
                 f"tangent {where} must be a dict with the keys of the argument"
             )
-        return {k: _tangent_like(t.get(k), v, f"{where}[{k!r}]") for k, v in x.items()}
+        return {k: tangent_like(t.get(k), v, f"{where}[{k!r}]") for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         if not isinstance(t, (list, tuple)) or len(t) != len(x):
             raise ValueError(f"tangent {where} must be a list/tuple of length {len(x)}")
         return type(x)(
-            _tangent_like(ti, xi, f"{where}[{i}]")
+            tangent_like(ti, xi, f"{where}[{i}]")
             for i, (ti, xi) in enumerate(zip(t, x))
         )
     if np.shape(t) != np.shape(x):
@@ -275,7 +275,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
                     f"argnums={i} but the function takes {len(values)} " "arguments"
                 )
             check_differentiable(values[i], names[i], i, "derivatives")
-            out.append(_tangent_like(t, values[i], f"for '{names[i]}'"))
+            out.append(tangent_like(t, values[i], f"for '{names[i]}'"))
         return out
 
     def __call__(self, *args: Any) -> tuple:
