@@ -11,12 +11,13 @@ fails if the program starts to work (so the README's count stays honest).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-PROGRAMS: list["Program"] = []
+PROGRAMS: list[Program] = []
 
 
 @dataclass
