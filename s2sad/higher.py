@@ -45,7 +45,7 @@ from s2sad.binding import (
     object_signature,
     primal_or_raise,
 )
-from s2sad.errors import NonScalarOutputError
+from s2sad.errors import GlobalsChangedError, NonScalarOutputError
 from s2sad.options import Options
 from s2sad.runtime import pytrees, support
 
@@ -110,18 +110,20 @@ def _forward_options() -> Options:
     return assembly.ForwardOptions()
 
 
-def _plain_target(fun: Callable, argnums: tuple[int, ...], values: list) -> _Target:
+def _plain_target(
+    fun: Callable, argnums: tuple[int, ...], values: list, fresh: bool = False
+) -> _Target:
     return _Target(fun, argnums, list, lambda r: r, _forward_options())
 
 
 def _gradient_target(
-    gf: GradientFunction, argnums: tuple[int, ...], values: list
+    gf: GradientFunction, argnums: tuple[int, ...], values: list, fresh: bool = False
 ) -> _Target:
     """The emitted ``<f>_value_and_grad`` of a ``grad``/``value_and_grad`` object."""
     inner = argnums_tuple(gf.argnums)
     # the plain form: forward mode transforms this module, buffers and all
     options = dataclasses.replace(gf.options, workspace=False)
-    fn = reverse_function(gf.fun, inner, options, values)
+    fn = reverse_function(gf.fun, inner, options, values, fresh)
 
     def output(result: Any) -> Any:
         value, grads = result
@@ -131,7 +133,9 @@ def _gradient_target(
     return _Target(fn, argnums, lambda v: list(v) + [1.0], output, _forward_options())
 
 
-def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Target:
+def _jvp_target(
+    jf: JvpFunction, argnums: tuple[int, ...], values: list, fresh: bool = False
+) -> _Target:
     """The emitted ``<f>_jvp`` of an inner ``jvp`` (differentiated in its primal inputs)."""
     n = len(values) - 1
     if any(i >= n for i in argnums):
@@ -139,7 +143,7 @@ def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Tar
             "jvp of a jvp differentiates with respect to the primal arguments "
             "only (not the inner tangents)"
         )
-    fn = jf.emitted(values[:n])
+    fn = jf._entry(values[:n], fresh)[0]
 
     def prepare(v: list) -> list:
         return list(v[:n]) + list(jf._tangent_list(v[:n], v[n]))
@@ -148,9 +152,14 @@ def _jvp_target(jf: JvpFunction, argnums: tuple[int, ...], values: list) -> _Tar
 
 
 def reverse_function(
-    fun: Callable, argnums: tuple[int, ...], options: Options, values: list
+    fun: Callable,
+    argnums: tuple[int, ...],
+    options: Options,
+    values: list,
+    fresh: bool = False,
 ) -> Callable:
-    """``fun``'s emitted value-and-gradient function (cached like ``s2sad.grad``)."""
+    """``fun``'s emitted value-and-gradient function (cached like ``s2sad.grad``;
+    ``fresh``: compiled again, for globals rebound since the cached compile)."""
     from s2sad import cache
 
     def compile_source():
@@ -159,7 +168,7 @@ def reverse_function(
         return pipeline.compile_function(fun, argnums, options, tuple(values))
 
     module, _, _ = cache.load(
-        fun, argnums, options, object_signature(values), compile_source
+        fun, argnums, options, object_signature(values), compile_source, fresh
     )
     return cache.entry_function(module)
 
@@ -191,30 +200,32 @@ class JvpFunction(CompiledModule, ForwardFunction):
         self._lock = threading.Lock()
         self._last: tuple | None = None
 
-    def _target(self, values: list) -> _Target:
+    def _target(self, values: list, fresh: bool = False) -> _Target:
         nums = argnums_tuple(self.argnums)
         if isinstance(self.fun, GradientFunction):
-            return _gradient_target(self.fun, nums, values)
+            return _gradient_target(self.fun, nums, values, fresh)
         if isinstance(self.fun, JvpFunction):
-            return _jvp_target(self.fun, nums, values)
-        return _plain_target(self.fun, nums, values)
+            return _jvp_target(self.fun, nums, values, fresh)
+        return _plain_target(self.fun, nums, values, fresh)
 
-    def _entry(self, values: list) -> tuple:
+    def _entry(self, values: list, fresh: bool = False) -> tuple:
+        """``(function, path, source, target)`` for these primal arguments: from
+        memory, the disk cache, or compiled (always compiled when ``fresh``)."""
         sig = object_signature(values)
-        entry = self._compiled.get(sig)
+        entry = None if fresh else self._compiled.get(sig)
         if entry is None:
             with self._lock:
-                entry = self._compiled.get(sig)
+                entry = None if fresh else self._compiled.get(sig)
                 if entry is None:
-                    entry = self._compile(values, sig)
+                    entry = self._compile(values, sig, fresh)
                     self._compiled[sig] = entry
         self._last = entry
         return entry
 
-    def _compile(self, values: list, sig: str) -> tuple:
+    def _compile(self, values: list, sig: str, fresh: bool = False) -> tuple:
         from s2sad import cache
 
-        target = self._target(values)
+        target = self._target(values, fresh)
         args = target.prepare(values)
 
         def compile_source():
@@ -235,6 +246,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
             target.options,
             object_signature(args),
             compile_source,
+            fresh,
         )
         return cache.entry_function(module), path, source, target
 
@@ -283,13 +295,13 @@ class JvpFunction(CompiledModule, ForwardFunction):
             raise TypeError("call as f_jvp(*args, tangents)")
         values = self._bind(args[:-1])
         ts = self._tangent_list(values, args[-1])
-        fn, _, _, target = self._entry(values)
-        args = target.prepare(values)
         try:
-            value, tangent = fn(*args, *ts)
+            fn, value, tangent, target = self._run(values, ts)
         except FLOAT_ERRORS as exc:
             # derivative code on Python floats (t / x at x = 0.0): NumPy's semantics
             primal_or_raise(self.fun, values, exc)
+            fn, _, _, target = self._entry(values)
+            args = target.prepare(values)
             value, tangent = fn(*numpy_floats(args), *numpy_floats(ts))
         except Exception as exc:  # say where in the user's source
             from s2sad import locate
@@ -297,6 +309,20 @@ class JvpFunction(CompiledModule, ForwardFunction):
             locate.add_note(exc, self.fun, "jvp")
             raise
         return target.output(value), target.output(tangent)
+
+    def _run(self, values: list, ts: list) -> tuple:
+        """Run the emitted ``_jvp``; compiled again when a global it was specialised
+        on has been rebound (the emitted entry checks them first), as ``grad`` does."""
+        for attempt in range(3):
+            # 0: the code in memory; 1: the cache's code; 2: compiled afresh
+            fn, _, _, target = self._entry(values, fresh=attempt == 2)
+            try:
+                return (fn, *fn(*target.prepare(values), *ts), target)
+            except GlobalsChangedError:
+                if attempt == 2:
+                    raise
+                self._compiled.pop(object_signature(values), None)
+        raise AssertionError("unreachable")
 
 
 _MISSING = object()

@@ -78,6 +78,25 @@ def test_a_rebound_callee_is_compiled_again(monkeypatch):
     np.testing.assert_allclose(g(X), 2.0 * X)  # and back again
 
 
+def test_jvp_and_hvp_compile_again_for_a_rebound_callee(monkeypatch):
+    # calls_helper(x) = sum(helper(x) * x) / 2: helper = SCALE * x gives SCALE * x
+    # as gradient and SCALE * v as Hessian-vector product; other_helper gives 3.
+    f_jvp = s2sad.jvp(model.calls_helper)
+    f_hvp = s2sad.hvp(model.calls_helper)
+    jjvp = s2sad.jvp(s2sad.jvp(model.calls_helper))
+    v = np.array([1.0, -2.0, 0.5])
+    assert f_jvp(X, v)[1] == pytest.approx(2.0 * X @ v)
+    np.testing.assert_allclose(f_hvp(X, v), 2.0 * v)
+    assert jjvp(X, v, v)[1][1] == pytest.approx(2.0 * v @ v)
+    monkeypatch.setattr(model, "helper", model.other_helper)
+    assert f_jvp(X, v)[1] == pytest.approx(3.0 * X @ v)
+    np.testing.assert_allclose(f_hvp(X, v), 3.0 * v)
+    assert jjvp(X, v, v)[1][1] == pytest.approx(3.0 * v @ v)
+    monkeypatch.undo()
+    assert f_jvp(X, v)[1] == pytest.approx(2.0 * X @ v)  # and back again
+    np.testing.assert_allclose(f_hvp(X, v), 2.0 * v)
+
+
 class _NotNumpy:
     """A stand-in for another array module: its exp is not NumPy's."""
 
