@@ -178,6 +178,18 @@ def cs231n_rnn_forward(Wx, Wh, b, x, h0):
     return np.sum(h**2)
 
 
+@program(_rnn_seq, argnums=(0, 1, 2))
+def rnn_forward_reading_row_views(Wx, Wh, b, x, h0):
+    # the same recurrence reading the previous step back as the view h[:, t - 1, :]
+    N, T, D = x.shape
+    H = h0.shape[1]
+    h = np.zeros((N, T, H))
+    h[:, 0, :] = np.tanh(h0.dot(Wh) + x[:, 0, :].dot(Wx) + b)
+    for t in range(1, T):
+        h[:, t, :] = np.tanh(h[:, t - 1, :].dot(Wh) + x[:, t, :].dot(Wx) + b)
+    return np.sum(h**2)
+
+
 def _lstm(rng):
     N, T, D, H = 2, 3, 3, 4
     return (
