@@ -30,6 +30,7 @@ from tests.corpus import (  # noqa: F401
     cases_combo,
     cases_comprehensions,
     cases_data,
+    cases_generators,
     cases_loops,
 )
 from tests.corpus.registry import CASES

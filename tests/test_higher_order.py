@@ -19,6 +19,7 @@ from tests.corpus import (  # noqa: F401
     cases_combo,
     cases_comprehensions,
     cases_data,
+    cases_generators,
     cases_loops,
 )
 from tests.corpus.registry import CASES
@@ -46,7 +47,8 @@ SECOND_ORDER_CASES = {
     "list_returned_from_callee", "empty_list_then_stack", "math_in_loop",
     "rnn_with_cell_fn", "logistic_regression", "mlp_two_layers", "logsumexp_stable",
     "index_repeated_accumulates", "reductions_axis", "where_abs", "methods_max_min",
-    "rosenbrock_deap", "nested_listcomp", "comp_over_zip", "comp_inside_loop",
+    "rosenbrock_deap", "nested_listcomp", "comp_over_zip", "comp_inside_loop", "gen_layers_in_for", "gen_yield_from",
+    "gen_with_early_return",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

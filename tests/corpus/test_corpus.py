@@ -13,6 +13,7 @@ from tests.corpus import cases_programs  # noqa: F401
 from tests.corpus import cases_builtins  # noqa: F401
 from tests.corpus import cases_fuzz  # noqa: F401
 from tests.corpus import cases_comprehensions  # noqa: F401
+from tests.corpus import cases_generators  # noqa: F401
 from tests.corpus.fd import assert_close_tree, numerical_grad
 from tests.corpus.registry import CASES
 

@@ -19,7 +19,7 @@ import sys
 import types
 
 from s2sad.transforms.astutil import Namer, anno, name
-from s2sad.transforms.front import comprehensions
+from s2sad.transforms.front import comprehensions, generators
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
@@ -28,7 +28,9 @@ from s2sad.transforms.front import validate as validate_pass
 
 
 def validate(job, module) -> None:
-    """Refuse unsupported syntax early; flatten the parameters into one list."""
+    """Generator functions return lists; refuse unsupported syntax early; flatten
+    the parameters into one list."""
+    generators.run(job.parsed, job.parsed.fn is module.top_fn)
     validate_pass.run(job.parsed)
     inplace.run(job.parsed)
     args = job.node.args

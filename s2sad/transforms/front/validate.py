@@ -30,11 +30,8 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
     ast.AsyncWith: ("'async with' statement", "differentiate synchronous code"),
     ast.AsyncFor: ("'async for' loop", "differentiate synchronous code"),
     ast.Await: ("'await' expression", "differentiate synchronous code"),
-    ast.Yield: ("generator ('yield')", "return a list instead of yielding values"),
-    ast.YieldFrom: (
-        "generator ('yield from')",
-        "return a list instead of yielding values",
-    ),
+    # yield: generator functions are rewritten first (front/generators.py); one
+    # in a nested function is rewritten when that function is compiled
     ast.Global: (
         "'global' statement",
         "pass the value in as an argument and return the result",
