@@ -23,14 +23,18 @@ from typing import Any
 import numpy as np
 
 from s2sad.api import GradientFunction
-from s2sad.binding import argnums_tuple, check_differentiable, normalize_argnums
+from s2sad.binding import (
+    argnums_tuple,
+    check_differentiable,
+    normalize_argnums,
+    tangent_like,
+)
 from s2sad.higher import (
     JvpFunction,
     basis,
     jvp_target,
     reverse_function,
     split_aux,
-    tangent_like,
 )
 from s2sad.options import Options
 from s2sad.runtime import pytrees

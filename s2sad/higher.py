@@ -44,50 +44,10 @@ from s2sad.binding import (
     numpy_floats,
     object_signature,
     primal_or_raise,
+    tangent_like,
 )
 from s2sad.errors import GlobalsChangedError, NonScalarOutputError
 from s2sad.options import Options
-from s2sad.runtime import pytrees, support
-
-
-def tangent_like(t: Any, x: Any, where: str) -> Any:
-    """The caller's tangent in ``x``'s structure, shape and float dtype (None: zeros)."""
-    if t is None:
-        return support.zeros_like(x)
-    if pytrees.is_object_node(x):  # namedtuple, dataclass, registered class
-        kids = pytrees.cotangent_children(t, x)
-        return pytrees.rebuild(
-            x,
-            [
-                tangent_like(ti, xi, f"{where}{step}")
-                for ti, (step, xi) in zip(kids, pytrees.children(x))
-            ],
-        )
-    if x is None:
-        return None
-    if isinstance(x, dict):
-        if not isinstance(t, dict) or set(t) - set(x):
-            raise ValueError(
-                f"tangent {where} must be a dict with the keys of the argument"
-            )
-        return {k: tangent_like(t.get(k), v, f"{where}[{k!r}]") for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        if not isinstance(t, (list, tuple)) or len(t) != len(x):
-            raise ValueError(f"tangent {where} must be a list/tuple of length {len(x)}")
-        return type(x)(
-            tangent_like(ti, xi, f"{where}[{i}]")
-            for i, (ti, xi) in enumerate(zip(t, x))
-        )
-    if np.shape(t) != np.shape(x):
-        raise ValueError(
-            f"tangent {where} has shape {np.shape(t)}, the argument " f"{np.shape(x)}"
-        )
-    if isinstance(x, np.ndarray):
-        return np.asarray(t, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
-    if isinstance(x, np.generic):
-        return x.dtype.type(t)
-    return float(t)
-
 
 # ---------------------------------------------------------------- what gets transformed
 
