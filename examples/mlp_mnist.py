@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = _common.make_parser(
         __doc__.splitlines()[0], epochs=5, batch_size=100, lr=0.1
     )
-    parser.add_argument("--activation", choices=sorted(MODELS), default="tanh")
+    parser.add_argument(
+        "--activation", choices=sorted(MODELS), default="tanh", help="hidden layer"
+    )
     args = parser.parse_args(argv)
     _common.apply_threads(args.threads)
     data = _common.limit_train(_common.mnist_data(args), args.limit)

@@ -144,9 +144,19 @@ def test_limit_and_progress_output(isolated, capsys):
     assert "epoch 1/1 [" in err and "2/2" in err  # 120 samples = 2 batches of 100
 
 
-def test_memory_counted_in_extra_epoch(isolated):
+def test_no_memory_epoch_unless_asked(isolated, capsys):
     out = isolated / "m.json"
     example("mlp_mnist").main(["--synthetic", "--epochs", "1", "--json", str(out)])
+    memory = json.loads(out.read_text())["memory"]
+    assert memory["where"] == "off" and "bytes_per_epoch" not in memory
+    assert "memory epoch" not in capsys.readouterr().err
+
+
+def test_memory_counted_in_extra_epoch(isolated, capsys):
+    out = isolated / "m.json"
+    argv = ["--synthetic", "--epochs", "1", "--json", str(out), "--mem", "extra"]
+    example("mlp_mnist").main(argv)
+    assert "memory epoch [" in capsys.readouterr().err
     memory = json.loads(out.read_text())["memory"]
     assert memory["kind"] == "numpy-handler"
     # 5 steps of batch 100 at least allocate the (100, 100) float32 hidden layer
