@@ -34,6 +34,9 @@ from s2sad.runtime import nn  # noqa: E402
 
 DIM, FILTERS, WIDTH, POOL = 50, 8, 3, 8
 
+# The losses `s2sad compile examples/cnn_imdb.py` compiles when no --function is given.
+__s2sad__ = ["loss"]
+
 
 def logits(params: dict, ids: np.ndarray) -> np.ndarray:
     """One score per review (n,) from token ids (n, length)."""
