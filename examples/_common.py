@@ -55,8 +55,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+import _data
 import s2sad
 from _allocations import MEMORY_WHAT, AllocationCounter
+from _progress import progress
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -66,28 +68,39 @@ Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 # ----------------------------------------------------------------------------
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, unless there is none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def make_parser(
     description: str, *, epochs: int, batch_size: int, lr: float
 ) -> argparse.ArgumentParser:
     """The options every example shares, with the example's own defaults."""
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--epochs", type=int, default=epochs)
-    p.add_argument("--batch-size", type=int, default=batch_size)
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=DefaultsFormatter
+    )
+    p.add_argument("--epochs", type=int, default=epochs, help="training epochs")
+    p.add_argument("--batch-size", type=int, default=batch_size, help="batch size")
     p.add_argument("--lr", type=float, default=lr, help="learning rate")
     p.add_argument("--limit", type=int, help="train on the first N training samples")
     p.add_argument("--seed", type=int, default=0, help="initialisation and shuffling")
+    p.add_argument("--data", metavar="DIR", help=_data.DATA_HELP)
     p.add_argument("--json", metavar="PATH", help="write per-epoch metrics here")
     p.add_argument("--plot", metavar="PATH", help="PNG of the curves (matplotlib)")
-    p.add_argument(
-        "--threads", type=int, default=1, help="BLAS threads and CPUs (default 1)"
-    )
+    p.add_argument("--threads", type=int, default=1, help="BLAS threads and CPUs")
     p.add_argument(
         "--mem",
-        choices=["extra", "epochs", "off"],
-        default="extra",
-        help="count allocated bytes in one extra untimed epoch on a copy of the "
-        "model (default, as bench/train_torch.py does), inside every timed epoch "
-        "(slows them ~10%%), or not at all",
+        choices=["off", "extra", "epochs"],
+        default="off",
+        help="count the bytes NumPy allocates (for the benchmarks): not at all, "
+        "in one extra untimed epoch on a copy of the model (as "
+        "bench/train_torch.py does), or inside every timed epoch (slows them "
+        "~10%%)",
     )
     # Tiny generated data for the tests; not for users.
     p.add_argument("--synthetic", action="store_true", help=argparse.SUPPRESS)
@@ -145,42 +158,8 @@ class _NoCounter:
 
 
 # ----------------------------------------------------------------------------
-# Progress bar, batches, metrics
+# Batches, metrics
 # ----------------------------------------------------------------------------
-
-
-class Progress:
-    """One-line progress bar on stderr: ``epoch 1/5 [====>    ] 120/600 loss 0.41``.
-
-    Redrawn in place (at most ten times a second) when stderr is a terminal;
-    otherwise only the final line of the epoch is written.
-    """
-
-    def __init__(self, label: str, total: int, width: int = 30) -> None:
-        self.label, self.total, self.width = label, total, width
-        self.live = sys.stderr.isatty()
-        self.t0 = time.perf_counter()
-        self._last_draw = 0.0
-
-    def update(self, done: int, loss: float) -> None:
-        now = time.perf_counter()
-        if self.live and (now - self._last_draw > 0.1 or done == self.total):
-            self._last_draw = now
-            sys.stderr.write("\r" + self._line(done, loss, now))
-            sys.stderr.flush()
-
-    def close(self, loss: float) -> None:
-        line = self._line(self.total, loss, time.perf_counter())
-        sys.stderr.write(("\r" if self.live else "") + line + "\n")
-        sys.stderr.flush()
-
-    def _line(self, done: int, loss: float, now: float) -> str:
-        filled = self.width * done // max(self.total, 1)
-        bar = "=" * filled + (">" if filled < self.width else "")
-        return (
-            f"{self.label} [{bar:<{self.width}}] {done}/{self.total} "
-            f"loss {loss:.4f} {now - self.t0:.1f}s"
-        )
 
 
 def batch_indices(n: int, size: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -288,7 +267,7 @@ def _train_epoch(
     counter: Any,
 ) -> dict:
     """One shuffled pass with an optimizer step per batch; timed and measured."""
-    bar = Progress(label, -(-len(x) // args.batch_size))
+    bar = progress(label, -(-len(x) // args.batch_size))
     loss_sum, seen = 0.0, 0
     with counter:
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -477,6 +456,4 @@ def mnist_data(args) -> tuple:
     """MNIST (x_train, y_train, x_test, y_test), or synthetic digits with ``--synthetic``."""
     if args.synthetic:
         return synthetic_digits(args.seed)
-    from s2sad.datasets import load_mnist
-
-    return load_mnist()
+    return _data.mnist(args)

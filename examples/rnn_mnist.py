@@ -27,6 +27,9 @@ from s2sad.runtime import nn  # noqa: E402
 
 STEPS, CHUNK, HIDDEN, CLASSES = 4, 196, 64, 10
 
+# The losses `s2sad compile examples/rnn_mnist.py` compiles when no --function is given.
+__s2sad__ = ["loss"]
+
 
 def logits(params: dict, x: np.ndarray) -> np.ndarray:
     """Class scores (n, 10) of images x (n, 784): 4 RNN steps, then dense."""

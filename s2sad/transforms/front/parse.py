@@ -101,12 +101,25 @@ def function_source(fn: Any) -> tuple[str, int]:
     except (OSError, TypeError) as exc:
         name = getattr(fn, "__qualname__", repr(fn))
         raise SourceUnavailableError(
-            f"cannot read the source of {name}: {exc}.\n"
-            "hint: s2sad needs functions defined in a .py file (not typed into an "
-            "interactive prompt or built with exec); for a compiled function, "
-            "register a rule with @s2sad.adjoint(fn)"
+            f"cannot read the source of {name}{_no_source_why(fn, exc)}.\n"
+            "hint: s2sad needs functions defined in a .py file: put it in one "
+            "and import it (IPython and Jupyter keep the source too, a plain "
+            "`python` prompt does not); for a compiled function, register a rule "
+            "with @s2sad.adjoint(fn)"
         ) from None
     return "".join(lines), max(first, 1)
+
+
+def _no_source_why(fn: Any, exc: Exception) -> str:
+    """Where ``fn`` was defined, and why that leaves no source to read."""
+    code = getattr(fn, "__code__", None)
+    file = getattr(code, "co_filename", "")
+    where = f" (defined at {file}:{code.co_firstlineno})" if code else ""
+    if file == "<string>":
+        return f"{where}: code run by `python -c` or exec() keeps no source text"
+    if file == "<stdin>":
+        return f"{where}: a plain `python` prompt keeps no source text"
+    return f"{where}: {exc}"
 
 
 def parse_function(fn: Any) -> ParsedFunction:
