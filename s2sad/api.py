@@ -55,8 +55,11 @@ class CompiledModule:
 
     @property
     def source(self) -> str:
-        """The emitted module's code."""
-        return self._entry_part(2)
+        """The emitted module's code, black-formatted (on first read: the cached
+        file holds it as ``ast.unparse`` wrote it)."""
+        from s2sad.transforms.emit import formatted
+
+        return formatted(self._entry_part(2))
 
     @property
     def path(self) -> str:
@@ -150,7 +153,12 @@ class GradientFunction(CompiledModule):
                         from s2sad import pipeline  # the compiler: only on a cache miss
 
                         return pipeline.compile_function(
-                            self.fun, argnums, options, tuple(values), line_table=True
+                            self.fun,
+                            argnums,
+                            options,
+                            tuple(values),
+                            line_table=True,
+                            formatted=False,  # black only for .source
                         )
 
                     try:

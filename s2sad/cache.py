@@ -15,6 +15,15 @@ other users can write to (or that another user owns) is refused with
 :class:`UnsafeCacheDirError`, and a file that is not the current user's own, or
 that others could modify, is treated as damaged.  ``s2sad cache info`` and
 ``s2sad cache clear`` (:func:`info`, :func:`clear`) inspect and empty it.
+
+``grad`` stores the code as ``ast.unparse`` writes it (black runs only when a
+person reads ``.source``), and beside each module its compiled code object,
+``<module>.<function>-<key>.<python tag>.code``: marshal data behind a header
+naming the Python version, the bytecode magic number, the SHA-256 of the module
+text it was compiled from, the file name it was compiled under and the SHA-256
+of the marshal data.  A code file that is not trusted, damaged, or made for
+another Python or another text is ignored and written again, never run; the
+module's own text is always verified first.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import marshal
 import os
 import re
 import stat
@@ -51,6 +61,8 @@ from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 #: temporary files
 ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.py$")
 TEMPORARY = re.compile(r"^\.tmp-.*\.py$")
+#: compiled code objects beside the modules (``<entry stem>.<python tag>.code``)
+CODE_ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.[\w\-]+\.code$")
 
 
 class UnsafeCacheDirError(S2SADError, PermissionError):
@@ -254,6 +266,13 @@ def read_verified(path: Path) -> str | None:
 
 def read_verified_text(path: Path) -> str | None:
     """The file's text without its hash line, or None when missing or damaged."""
+    sealed = read_sealed(path)
+    return None if sealed is None else sealed[0]
+
+
+def read_sealed(path: Path) -> tuple[str, str] | None:
+    """(the file's text without its hash line, that hash), or None when missing or
+    damaged."""
     try:
         with open(path, "rb") as f:
             if not _trusted(os.fstat(f.fileno())):
@@ -264,12 +283,13 @@ def read_verified_text(path: Path) -> str | None:
     first, _, rest = text.partition("\n")
     if not first.startswith(CONTENT_TAG):
         return None
-    if hashlib.sha256(rest.encode()).hexdigest() != first[len(CONTENT_TAG) :].strip():
+    digest = first[len(CONTENT_TAG) :].strip()
+    if hashlib.sha256(rest.encode()).hexdigest() != digest:
         return None
-    return rest
+    return rest, digest
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` so that no reader ever sees a partial file.
 
     The temporary file (mode 0600, same directory) is flushed to disk before it
@@ -278,7 +298,8 @@ def write_atomic(path: Path, text: str) -> None:
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else UTF8)) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -287,6 +308,9 @@ def write_atomic(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+UTF8 = {"encoding": "utf-8"}
 
 
 def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
@@ -329,17 +353,75 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
 
 
 def import_source(
-    source: str, path: Path, bindings: dict[str, Any]
+    source: str, path: Path, bindings: dict[str, Any], digest: str | None = None
 ) -> types.ModuleType:
+    """Run the verified module text ``source`` (sealed, its hash ``digest``) as a
+    new module: from the cached code object when one matches, else compiled here
+    (and the code object stored for the next process)."""
     name = f"s2sad_generated_{path.stem.replace('.', '_').replace('-', '_')}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module.__dict__.update(bindings)
-    # compiled with the hash line so that line numbers match the file
-    code = compile(seal(source), str(path), "exec")
-    # runs the verified text itself, never re-read from disk
+    sealed = seal(source)
+    if digest is None:
+        digest = sealed[len(CONTENT_TAG) : sealed.index("\n")]
+    code = read_code(path, digest)
+    if code is None:
+        # compiled with the hash line so that line numbers match the file; the
+        # verified text itself, never re-read from disk
+        code = compile(sealed, str(path), "exec")
+        write_code(path, digest, code)
     exec(code, module.__dict__)  # noqa: S102
     return module
+
+
+def code_path(path: Path) -> Path:
+    """Where the code object of the cached module ``path`` is kept."""
+    return path.with_name(f"{path.stem}.{_python_tag()}.code")
+
+
+def _python_tag() -> str:
+    return sys.implementation.cache_tag or sys.implementation.name
+
+
+def _code_header(path: Path, digest: str, payload: bytes) -> bytes:
+    """The first line of a code file: everything that must match before it runs."""
+    magic = importlib.util.MAGIC_NUMBER.hex()
+    check = hashlib.sha256(payload).hexdigest()
+    return f"s2sad-code {_python_tag()} {magic} {digest} {check} {path}\n".encode()
+
+
+def write_code(path: Path, digest: str, code: types.CodeType) -> None:
+    """Store ``code`` (compiled from the module text hashed ``digest``) beside
+    ``path``; best effort: a cache that cannot take it still works."""
+    payload = marshal.dumps(code)
+    try:
+        write_atomic(code_path(path), _code_header(path, digest, payload) + payload)
+    except OSError:
+        pass
+
+
+def read_code(path: Path, digest: str) -> types.CodeType | None:
+    """The stored code object of ``path``'s module text ``digest``, or None when
+    there is none, or it is not trusted, damaged, or made for another Python, text
+    or file name."""
+    try:
+        with open(code_path(path), "rb") as f:
+            if not _trusted(os.fstat(f.fileno())):
+                return None
+            data = f.read()
+    except OSError:
+        return None
+    first, sep, payload = data.partition(b"\n")
+    if not sep or first + sep != _code_header(path, digest, payload):
+        return None
+    try:
+        code = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(code, types.CodeType) or code.co_filename != str(path):
+        return None
+    return code
 
 
 def entry_function(module: types.ModuleType) -> Callable:
@@ -366,8 +448,9 @@ def load(
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
     (``fresh``: compiled, the file in the cache replaced)."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
-    text = None if fresh else read_verified_text(path)
-    if text is not None:
+    sealed = None if fresh else read_sealed(path)
+    if sealed is not None:
+        text, digest = sealed
         source, table = split_line_table(text)
         bindings = resolve_bindings(source, fn)
         if bindings is not None:
@@ -379,7 +462,7 @@ def load(
                     describe(fn, argnums, options),
                     path,
                 )
-            return import_source(text, path, bindings), path, source
+            return import_source(text, path, bindings, digest), path, source
     logging_on = log.isEnabledFor(logging.INFO)
     if logging_on:
         log.info("compiling %s: %s", describe(fn, argnums, options), _miss(path))
@@ -437,11 +520,12 @@ class CacheInfo:
 
 
 def _entries(directory: Path) -> list[Path]:
-    """The cache's own files (modules and leftover temporaries), never anything else."""
+    """The cache's own files (modules, their code objects and leftover
+    temporaries), never anything else."""
     return sorted(
         p
         for p in directory.iterdir()
-        if p.is_file() and (ENTRY.match(p.name) or TEMPORARY.match(p.name))
+        if p.is_file() and any(r.match(p.name) for r in (ENTRY, CODE_ENTRY, TEMPORARY))
     )
 
 
@@ -452,14 +536,15 @@ def info() -> CacheInfo:
         size += path.stat().st_size
         if TEMPORARY.match(path.name):
             temporaries += 1
-        else:
+        elif ENTRY.match(path.name):
             modules += 1
             damaged += read_verified(path) is None
     return CacheInfo(directory, modules, size, damaged, temporaries)
 
 
 def clear() -> int:
-    """Delete the cached modules and leftover temporaries; return how many files went.
+    """Delete the cached modules, their code objects and leftover temporaries;
+    return how many files went.
 
     Only files named like cache entries are removed, so a cache directory shared
     with other files (the default one also holds the datasets in ``data/``)

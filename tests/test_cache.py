@@ -78,14 +78,15 @@ def test_damaged_file_is_regenerated_and_never_run(cache_dir, tmp_path):
 def test_file_others_could_write_is_not_trusted(cache_dir):
     first, _ = compile_cube()
     path = Path(first.path)
-    tampered = cache.seal(first.source + "\nraise SystemExit('tampered')\n")
+    stored = cache.read_verified(path)  # as ast.unparse wrote it (.source: black's)
+    tampered = cache.seal(stored + "\nraise SystemExit('tampered')\n")
     path.write_text(tampered)  # a correct hash line does not make it trusted ...
     path.chmod(0o600)
     assert cache.read_verified(path) is not None
     path.chmod(0o666)  # ... only who can write it does
     assert cache.read_verified(path) is None
     _, runs = compile_cube()
-    assert runs == 1 and cache.read_verified(path) == first.source
+    assert runs == 1 and cache.read_verified(path) == stored
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
@@ -190,9 +191,12 @@ def test_processes_compiling_the_same_function_at_once(cache_dir, tmp_path):
     want = central_differences(x)
     for out, _ in outputs:
         np.testing.assert_allclose([float(v) for v in out.split()], want, rtol=1e-6)
-    entries = sorted(p.name for p in cache_dir.iterdir())
-    assert len(entries) == 1 and entries[0].startswith("concurrent_model.loss-")
-    assert cache.read_verified(cache_dir / entries[0]) is not None
+    entries = sorted(p.name for p in cache_dir.iterdir())  # no temporary left
+    assert len(entries) == 2 and entries[1].startswith("concurrent_model.loss-")
+    module = cache_dir / entries[1]
+    assert cache.read_verified(module) is not None
+    assert entries[0] == cache.code_path(module).name
+    assert cache.read_code(module, cache.read_sealed(module)[1]) is not None
 
 
 def central_differences(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -220,10 +224,14 @@ def test_info_and_clear_touch_only_cache_entries(cache_dir):
     report = cache.info()
     assert report.directory == cache_dir
     assert (report.modules, report.damaged, report.temporaries) == (3, 1, 1)
+    codes = sorted(p.name for p in cache_dir.glob("*.code"))
+    assert len(codes) == 2  # the two good modules' code objects
     assert report.bytes == sum(
-        p.stat().st_size for p in cache_dir.iterdir() if p.name.endswith(".py")
+        p.stat().st_size
+        for p in cache_dir.iterdir()
+        if p.name.endswith((".py", ".code"))
     )
-    assert cache.clear() == 4
+    assert cache.clear() == 6
     assert sorted(p.name for p in cache_dir.iterdir()) == ["README.txt", "data"]
     assert (cache_dir / "data" / "mnist-v1.npz").exists()
     assert cache.info().modules == 0
