@@ -3,6 +3,8 @@ writes, concurrent processes, and the helpers behind ``s2sad cache info|clear``.
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
 import subprocess
 import sys
@@ -288,3 +290,114 @@ def test_editing_a_non_compiler_module_keeps_the_fingerprint(package_copy):
     assert cache.compiler_fingerprint() == first
     edited(package_copy / "api.py")
     assert cache.compiler_fingerprint() != first
+
+
+# ---------------------------------------------------------------- code objects
+
+
+def test_the_code_object_is_kept_beside_the_module_and_loaded(cache_dir, monkeypatch):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    assert code.name == f"{module.stem}.{sys.implementation.cache_tag}.code"
+    assert code.stat().st_mode & 0o777 == 0o600
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the module was compiled again")
+
+    monkeypatch.setattr(cache, "compile", no_compile, raising=False)
+    _, runs = compile_cube()  # a new grad: loads module and code object, exact values
+    assert runs == 0
+
+
+def _forged(module: Path, marker: Path) -> tuple[bytes, str]:
+    """Marshal data of the module's real code plus a line that creates ``marker``,
+    and the module's digest: what a code file must never run unchecked."""
+    text = module.read_text() + f"open({str(marker)!r}, 'w').close()\n"
+    return (
+        marshal.dumps(compile(text, str(module), "exec")),
+        cache.read_sealed(module)[1],
+    )
+
+
+def _retagged(header: bytes, old: str, new: str) -> bytes:
+    assert old.encode() in header
+    return header.replace(old.encode(), new.encode(), 1)
+
+
+def _sealed_code(module: Path, digest: str, code) -> bytes:
+    payload = marshal.dumps(code)
+    return cache._code_header(module, digest, payload) + payload
+
+
+#: ways a code file can be wrong; each gets (module path, digest, forged payload,
+#: the good file's bytes) and returns the bad file's bytes
+DAMAGES = {
+    "truncated": lambda m, d, evil, good: good[: len(good) // 2],
+    "payload swapped": lambda m, d, evil, good: good.partition(b"\n")[0] + b"\n" + evil,
+    "not marshal data": lambda m, d, evil, good: cache._code_header(m, d, b"junk")
+    + b"junk",
+    "made for another text": lambda m, d, evil, good: cache._code_header(
+        m, "0" * 64, evil
+    )
+    + evil,
+    "made for another python": lambda m, d, evil, good: _retagged(
+        cache._code_header(m, d, evil), sys.implementation.cache_tag, "cpython-20"
+    )
+    + evil,
+    "another bytecode magic": lambda m, d, evil, good: _retagged(
+        cache._code_header(m, d, evil),
+        importlib.util.MAGIC_NUMBER.hex(),
+        "00000d0a",
+    )
+    + evil,
+    "compiled for another file": lambda m, d, evil, good: _sealed_code(
+        m, d, marshal.loads(evil).replace(co_filename="elsewhere.py")
+    ),
+    "empty": lambda m, d, evil, good: b"",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_code_file_is_ignored_and_written_again(cache_dir, tmp_path, damage):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    good = code.read_bytes()
+    marker = tmp_path / "ran"
+    evil, digest = _forged(module, marker)
+    bad = DAMAGES[damage](module, digest, evil, good)
+    code.write_bytes(bad)
+    _, runs = compile_cube()  # exact gradient values checked inside
+    assert runs == 0  # the module's text was good: only its code object is redone
+    assert not marker.exists()
+    assert code.read_bytes() != bad
+    assert cache.read_code(module, digest) is not None
+
+
+def test_a_code_file_others_could_write_is_not_run(cache_dir, tmp_path):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    marker = tmp_path / "ran"
+    evil, digest = _forged(module, marker)
+    code.write_bytes(cache._code_header(module, digest, evil) + evil)
+    code.chmod(0o666)  # a well-formed file, but others could have written it
+    compile_cube()
+    assert not marker.exists()
+    code.write_bytes(cache._code_header(module, digest, evil) + evil)
+    code.chmod(0o600)  # the control: the same file, private, is trusted like the module
+    compile_cube()
+    assert marker.exists()
+
+
+def test_a_code_file_for_an_edited_module_is_not_used(cache_dir, tmp_path):
+    """A module text changed (correctly sealed, by its owner) outranks its old code."""
+    first, _ = compile_cube()
+    module = Path(first.path)
+    marker = tmp_path / "ran"
+    text = cache.read_verified_text(module) + f"open({str(marker)!r}, 'w').close()\n"
+    module.write_text(cache.seal(text))
+    module.chmod(0o600)
+    _, runs = compile_cube()
+    assert runs == 0 and marker.exists()  # the edited text ran, not the stale code
