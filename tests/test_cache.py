@@ -401,3 +401,45 @@ def test_a_code_file_for_an_edited_module_is_not_used(cache_dir, tmp_path):
     module.chmod(0o600)
     _, runs = compile_cube()
     assert runs == 0 and marker.exists()  # the edited text ran, not the stale code
+
+
+# ---------------------------------------------------------------- the key's source
+
+
+def _decorate(f):
+    return f
+
+
+@_decorate
+def _decorated(x):
+    y = np.sin(x)  # a statement over three lines
+    return y
+    # a comment under the body
+
+
+class _Holder:
+    def method(self, x):
+        def inner(z):
+            return z * 2.0
+
+        return inner(x)
+
+
+_lam = lambda x: np.sum(x * x)
+
+
+def test_the_keys_source_text_is_what_inspect_reads():
+    """cache.source_text finds the definition without tokenizing the file."""
+    import inspect
+
+    for fn in (
+        _decorated,
+        _Holder.method,
+        _lam,
+        cube,
+        compile_cube,
+        central_differences,
+    ):
+        assert cache.source_text(fn) == inspect.getsource(fn.__code__), fn
+    assert "# a comment under the body" in cache.source_text(_decorated)
+    assert cache.source_text(_decorated).startswith("@_decorate")
