@@ -20,7 +20,8 @@
    call holds at its peak (``tracemalloc``, which sees NumPy's buffers), measured
    on a fresh gradient object's first call at that length so that the
    preallocated buffers of the workspace are counted too.
-3. The bench problems' cold and warm first calls (``bench/run.py``'s probe).
+3. The bench problems (``bench/problems.py``): cold compile and warm load as in
+   1, and the first call after the warm load.
 
 Prints markdown tables; ``--json PATH`` also writes the numbers.
 """
@@ -208,14 +209,46 @@ def loop_rows(lengths: list[int], repeat: int) -> list[dict]:
     return rows
 
 
+PROBLEM_PROBE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from bench.problems import PROBLEMS, copy_args
+problem = PROBLEMS[{name!r}]
+args = problem.make_data()
+import s2sad
+vg = s2sad.value_and_grad(problem.loss, argnums=problem.argnums)
+t0 = time.perf_counter()
+vg.compile(*copy_args(args))
+t1 = time.perf_counter()
+vg(*copy_args(args))
+t2 = time.perf_counter()
+print(json.dumps(dict(load_s=t1 - t0, call_s=t2 - t1)))
+"""
+
+
 def problem_rows(names: list[str]) -> list[dict]:
+    """The bench problems' cold compile and warm load (``.compile``, each in a new
+    process as for the straight-line programs), and the first call after it."""
     sys.path.insert(0, str(ROOT))
-    from bench.run import PROBLEM_NAMES, s2sad_compile_times
+    from bench.run import PROBLEM_NAMES
 
     rows = []
     for name in names or PROBLEM_NAMES:
-        t = s2sad_compile_times(name, 1)
-        rows.append({"problem": name, **t})
+        with tempfile.TemporaryDirectory(prefix="s2sad-scaling-") as tmp:
+            env = _env(os.path.join(tmp, "cache"))
+            warmup = f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+            warmup += "import s2sad.pipeline, s2sad.cache, black, gast, bench.problems"
+            subprocess.run([sys.executable, "-c", warmup], env=env, check=True)
+            code = PROBLEM_PROBE.format(root=str(ROOT), name=name)
+            cold, warm = _child(code, env), _child(code, env)
+        rows.append(
+            {
+                "problem": name,
+                "cold_compile_s": cold["load_s"],
+                "warm_load_s": warm["load_s"],
+                "warm_first_call_s": warm["call_s"],
+            }
+        )
     return rows
 
 
@@ -263,13 +296,13 @@ def report(sizes: list[dict], loops: list[dict], problems: list[dict]) -> str:
         out.append("")
     if problems:
         out += [
-            "| problem | cold first call | warm first call |",
-            "|---|---|---|",
+            "| problem | cold compile | warm load | warm first call (after load) |",
+            "|---|---|---|---|",
         ]
         for r in problems:
             out.append(
-                f"| {r['problem']} | {fmt_s(r['s2sad_cold_first_call_s'])} | "
-                f"{fmt_s(r['s2sad_warm_first_call_s'])} |"
+                f"| {r['problem']} | {fmt_s(r['cold_compile_s'])} | "
+                f"{fmt_s(r['warm_load_s'])} | {fmt_s(r['warm_first_call_s'])} |"
             )
     return "\n".join(out)
 
