@@ -10,9 +10,10 @@
    back one and two statements) and returns a sum.  For each N, a new process
    with an empty ``S2SAD_CACHE_DIR`` times ``value_and_grad(f).compile(x, w)``
    (cold compile) and a second new process with the cache it filled times the
-   same call again (warm load).  Python's bytecode cache is on and filled
-   beforehand for s2sad, black and gast (as ``bench/run.py`` does), so neither
-   pays for compiling s2sad itself.
+   same call again (warm load): wall time, and in brackets the process's CPU
+   time, which other jobs on a busy machine disturb less.  Python's bytecode
+   cache is on and filled beforehand for s2sad, black and gast (as
+   ``bench/run.py`` does), so neither pays for compiling s2sad itself.
 2. Long loops (``--loops``, default 100 1000 10000 iterations): a scalar
    recurrence on a Python float and a 64-unit tanh RNN step (``W @ h + x``).
    Per-iteration cost: the slope of the value-and-gradient call's median time
@@ -72,12 +73,13 @@ from {module} import f
 x = np.linspace(0.1, 0.9, 16)
 w = np.linspace(-0.5, 0.5, 16)
 vg = s2sad.value_and_grad(f, argnums=(0, 1))
-t2 = time.perf_counter()
+c2, t2 = time.process_time(), time.perf_counter()
 vg.compile(x, w)
-t3 = time.perf_counter()
+c3, t3 = time.process_time(), time.perf_counter()
 vg(x, w)
 t4 = time.perf_counter()
-print(json.dumps(dict(import_s=t1 - t0, load_s=t3 - t2, call_s=t4 - t3)))
+print(json.dumps(dict(import_s=t1 - t0, load_s=t3 - t2, load_cpu_s=c3 - c2,
+                      call_s=t4 - t3)))
 """
 
 
@@ -123,7 +125,9 @@ def size_row(n: int) -> dict:
     return {
         "statements": n,
         "cold_compile_s": cold["load_s"],
+        "cold_compile_cpu_s": cold["load_cpu_s"],
         "warm_load_s": warm["load_s"],
+        "warm_load_cpu_s": warm["load_cpu_s"],
         "warm_first_call_s": warm["call_s"],
         "emitted_lines": lines,
         "emitted_bytes": py,
@@ -268,7 +272,7 @@ def report(sizes: list[dict], loops: list[dict], problems: list[dict]) -> str:
     if sizes:
         out += [
             (
-                "| statements | emitted lines | cold compile | warm load | "
+                "| statements | emitted lines | cold compile (CPU) | warm load (CPU) | "
                 "warm first call (after load) |"
             ),
             "|---|---|---|---|---|",
@@ -276,7 +280,8 @@ def report(sizes: list[dict], loops: list[dict], problems: list[dict]) -> str:
         for r in sizes:
             out.append(
                 f"| {r['statements']:,} | {r['emitted_lines']:,} | "
-                f"{fmt_s(r['cold_compile_s'])} | {fmt_s(r['warm_load_s'])} | "
+                f"{fmt_s(r['cold_compile_s'])} ({fmt_s(r['cold_compile_cpu_s'])}) | "
+                f"{fmt_s(r['warm_load_s'])} ({fmt_s(r['warm_load_cpu_s'])}) | "
                 f"{fmt_s(r['warm_first_call_s'])} |"
             )
         out.append("")
