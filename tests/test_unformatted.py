@@ -166,3 +166,10 @@ def test_compiling_and_loading_do_not_import_black_and_source_does(tmp_path):
             check=True,
         )
         assert run.stdout.split() == ["False", "True"], run.stderr
+
+
+def test_the_unformatted_text_is_deterministic():
+    fn, argnums = FUNCTIONS["rnn_loop"]
+    first, _ = pipeline.compile_function(fn, argnums, formatted=False)
+    again, _ = pipeline.compile_function(fn, argnums, formatted=False)
+    assert first == again and first.endswith("\n") and not first.endswith("\n\n")
