@@ -51,12 +51,12 @@ class Header:
 def run(module, header: Header, formatted: bool = True) -> str:
     """The module's text: black-formatted, or (``formatted=False``) as
     ``ast.unparse`` writes it, which :func:`formatted` formats later."""
-    used = {
-        n.id for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
-    }
-    imports, injected = _imports(module, used)
+    names = [
+        n for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
+    ]
+    imports, injected = _imports(module, {n.id for n in names})
     body = ast.Module(body=imports + module.functions, type_ignores=[])
-    _rename_helpers(module, body)
+    _rename_helpers(module, body, names)
     ast.fix_missing_locations(body)
     text = ast.unparse(body)
     text = comments.restore(text, module.comments)
@@ -162,13 +162,10 @@ def _importable_home(obj: Any) -> str | None:
         return None
 
 
-def _rename_helpers(module, tree: ast.Module) -> None:
-    """Helpers keep their plain names unless a user variable shadows one."""
-    user = {
-        n.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Name) and not getattr(n, "_s2sad", {}).get("helper")
-    }
+def _rename_helpers(module, tree: ast.Module, names: list[ast.Name]) -> None:
+    """Helpers keep their plain names unless a user variable shadows one
+    (``names``: every name the functions of ``tree`` use)."""
+    user = {n.id for n in names if not getattr(n, "_s2sad", {}).get("helper")}
     clash = {h for h in module.helpers_used if h in user}
     if not clash:
         return
