@@ -45,6 +45,8 @@ from s2sad.runtime.workspace import shape_key
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
 # so a module that merely decorates functions runs with NumPy alone.
+#: the cache's code has its line table and skips black (``.source`` formats it)
+FOR_CACHE = {"line_table": True, "formatted": False}
 
 
 class CompiledModule:
@@ -55,8 +57,10 @@ class CompiledModule:
 
     @property
     def source(self) -> str:
-        """The emitted module's code."""
-        return self._entry_part(2)
+        """The emitted module's code, black-formatted (on first read: not cached so)."""
+        from s2sad.transforms.emit import formatted
+
+        return formatted(self._entry_part(2))
 
     @property
     def path(self) -> str:
@@ -150,7 +154,7 @@ class GradientFunction(CompiledModule):
                         from s2sad import pipeline  # the compiler: only on a cache miss
 
                         return pipeline.compile_function(
-                            self.fun, argnums, options, tuple(values), line_table=True
+                            self.fun, argnums, options, tuple(values), **FOR_CACHE
                         )
 
                     try:

@@ -15,6 +15,15 @@ other users can write to (or that another user owns) is refused with
 :class:`UnsafeCacheDirError`, and a file that is not the current user's own, or
 that others could modify, is treated as damaged.  ``s2sad cache info`` and
 ``s2sad cache clear`` (:func:`info`, :func:`clear`) inspect and empty it.
+
+``grad`` stores the code as ``ast.unparse`` writes it (black runs only when a
+person reads ``.source``), and beside each module its compiled code object,
+``<module>.<function>-<key>.<python tag>.code``: marshal data behind a header
+naming the Python version, the bytecode magic number, the SHA-256 of the module
+text it was compiled from, the file name it was compiled under and the SHA-256
+of the marshal data.  A code file that is not trusted, damaged, or made for
+another Python or another text is ignored and written again, never run; the
+module's own text is always verified first.
 """
 
 from __future__ import annotations
@@ -25,12 +34,11 @@ import importlib
 import importlib.util
 import inspect
 import json
+import linecache
 import logging
 import os
 import re
-import stat
 import sys
-import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -39,11 +47,22 @@ from pathlib import Path
 from typing import Any
 
 from s2sad._version import __version__ as VERSION
-from s2sad.errors import S2SADError
+from s2sad.cachedir import (  # noqa: F401 (the cache's public names)
+    CacheDirError,
+    UnsafeCacheDirError,
+    cache_dir,
+    check_private,
+    code_header,
+    code_path,
+    default_cache_dir,
+    read_code,
+    trusted,
+    write_atomic,
+    write_code,
+)
 from s2sad.locate import TABLE
 from s2sad.logs import describe
 from s2sad.logs import logger as log
-from s2sad.paths import user_cache_dir
 from s2sad.runtime import registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 
@@ -51,77 +70,8 @@ from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 #: temporary files
 ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.py$")
 TEMPORARY = re.compile(r"^\.tmp-.*\.py$")
-
-
-class UnsafeCacheDirError(S2SADError, PermissionError):
-    """Another user could write to the cache directory: its files are not trusted."""
-
-
-class CacheDirError(S2SADError, OSError):
-    """The cache directory cannot be created (a file is in the way, no permission)."""
-
-
-def default_cache_dir() -> Path:
-    """The platform's user cache directory for s2sad (see s2sad.paths)."""
-    return user_cache_dir()
-
-
-def cache_dir() -> Path:
-    """``$S2SAD_CACHE_DIR`` (or ~/.cache/s2sad): created private, or checked private."""
-    env = os.environ.get("S2SAD_CACHE_DIR")
-    path = Path(env).expanduser() if env else default_cache_dir()
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CacheDirError(
-            f"cannot create the s2sad cache {path}: {exc.strerror or exc}. Set "
-            "S2SAD_CACHE_DIR to a directory you can write to."
-        ) from None
-    check_private(path, ours=not env)
-    return path
-
-
-def check_private(path: Path, ours: bool = False) -> None:
-    """Refuse a directory that another user owns or that group/others may write to.
-
-    ``ours`` marks the default directory: s2sad (or its dataset cache) created
-    it, possibly under a permissive umask, so write access is taken away from
-    group and others instead of refusing.
-    """
-    st = path.stat()
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeCacheDirError(f"s2sad cache {path} is not a directory")
-    if not hasattr(os, "getuid"):  # Windows: no POSIX owners or mode bits to check
-        return
-    if st.st_uid != os.getuid():
-        raise UnsafeCacheDirError(
-            f"refusing to use the s2sad cache {path}: it belongs to another user (uid "
-            f"{st.st_uid}), who could put code in it that s2sad would run. Set "
-            "S2SAD_CACHE_DIR to a directory of your own."
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        if ours:
-            os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
-            return
-        fix = (
-            "set S2SAD_CACHE_DIR to a directory of your own, e.g. "
-            f"{default_cache_dir()}"
-            if st.st_mode & stat.S_ISVTX  # a shared directory such as /tmp
-            else f"run 'chmod go-w {path}' or set S2SAD_CACHE_DIR to a private "
-            "directory"
-        )
-        raise UnsafeCacheDirError(
-            f"refusing to use the s2sad cache {path}: other users can write to it "
-            f"(mode {stat.S_IMODE(st.st_mode):o}) and s2sad runs the files it finds "
-            f"there. To fix it, {fix}."
-        )
-
-
-def _trusted(st: os.stat_result) -> bool:
-    """A cached file only the current user could have written."""
-    if not hasattr(os, "getuid"):
-        return True
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+#: compiled code objects beside the modules (``<entry stem>.<python tag>.code``)
+CODE_ENTRY = re.compile(r"^[\w.\-]+-[0-9a-f]{16}\.[\w\-]+\.code$")
 
 
 def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
@@ -131,7 +81,7 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
         return []
     seen.add(id(fn))
     try:  # the code that runs (a decorator's wrapper), not what __wrapped__ names
-        out = [inspect.getsource(getattr(fn, "__code__", fn))]
+        out = [source_text(fn)]
     except (OSError, TypeError):
         return []
     env = dict(fn.__globals__)
@@ -161,6 +111,44 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
                     if isinstance(member, types.FunctionType):
                         out += callee_sources(member, seen)
     return out
+
+
+def source_text(fn: Any) -> str:
+    """The lines that define ``fn`` (decorators included), for the cache key.
+
+    ``inspect.getsource`` tokenizes the file from the definition on (a tenth of
+    a second for a 1,000-line function, in every process that loads the cached
+    module); the code object already says where the definition starts and
+    ends: its first line, the furthest line any of its instructions (or a nested
+    function's) spans, and the comment lines indented under it that follow.
+    """
+    code = getattr(fn, "__code__", None)
+    if isinstance(code, types.CodeType):
+        linecache.checkcache(code.co_filename)
+        lines = linecache.getlines(code.co_filename)
+        first, last = code.co_firstlineno, _last_line(code)
+        if lines and 0 < first <= last <= len(lines):
+            indent = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+            end = last
+            for line in lines[last:]:
+                text = line.strip()
+                if text and not (
+                    text.startswith("#") and len(line) - len(line.lstrip()) > indent
+                ):
+                    break
+                end += 1
+            while end > last and not lines[end - 1].strip():
+                end -= 1
+            return "".join(lines[first - 1 : end])
+    return inspect.getsource(code if code is not None else fn)
+
+
+def _last_line(code: types.CodeType) -> int:
+    last = max((end or 0 for _, end, _, _ in code.co_positions()), default=0)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
 
 
 def _identity(obj: Any) -> str:
@@ -254,9 +242,16 @@ def read_verified(path: Path) -> str | None:
 
 def read_verified_text(path: Path) -> str | None:
     """The file's text without its hash line, or None when missing or damaged."""
+    sealed = read_sealed(path)
+    return None if sealed is None else sealed[0]
+
+
+def read_sealed(path: Path) -> tuple[str, str] | None:
+    """(the file's text without its hash line, that hash), or None when missing or
+    damaged."""
     try:
         with open(path, "rb") as f:
-            if not _trusted(os.fstat(f.fileno())):
+            if not trusted(os.fstat(f.fileno())):
                 return None
             text = f.read().decode()
     except (OSError, UnicodeDecodeError):
@@ -264,29 +259,10 @@ def read_verified_text(path: Path) -> str | None:
     first, _, rest = text.partition("\n")
     if not first.startswith(CONTENT_TAG):
         return None
-    if hashlib.sha256(rest.encode()).hexdigest() != first[len(CONTENT_TAG) :].strip():
+    digest = first[len(CONTENT_TAG) :].strip()
+    if hashlib.sha256(rest.encode()).hexdigest() != digest:
         return None
-    return rest
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that no reader ever sees a partial file.
-
-    The temporary file (mode 0600, same directory) is flushed to disk before it
-    is renamed over ``path``; concurrent writers of the same path each rename a
-    complete file, and the last one wins.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    return rest, digest
 
 
 def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
@@ -329,15 +305,23 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
 
 
 def import_source(
-    source: str, path: Path, bindings: dict[str, Any]
+    source: str, path: Path, bindings: dict[str, Any], digest: str | None = None
 ) -> types.ModuleType:
+    """Run the verified module text ``source`` (sealed, its hash ``digest``) as a
+    new module: from the cached code object when one matches, else compiled here
+    (and the code object stored for the next process)."""
     name = f"s2sad_generated_{path.stem.replace('.', '_').replace('-', '_')}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module.__dict__.update(bindings)
-    # compiled with the hash line so that line numbers match the file
-    code = compile(seal(source), str(path), "exec")
-    # runs the verified text itself, never re-read from disk
+    if digest is None:
+        digest = hashlib.sha256(source.encode()).hexdigest()
+    code = read_code(path, digest)
+    if code is None:
+        # compiled with the hash line so that line numbers match the file; the
+        # verified text itself, never re-read from disk
+        code = compile(f"{CONTENT_TAG}{digest}\n{source}", str(path), "exec")
+        write_code(path, digest, code)
     exec(code, module.__dict__)  # noqa: S102
     return module
 
@@ -366,8 +350,9 @@ def load(
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
     (``fresh``: compiled, the file in the cache replaced)."""
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
-    text = None if fresh else read_verified_text(path)
-    if text is not None:
+    sealed = None if fresh else read_sealed(path)
+    if sealed is not None:
+        text, digest = sealed
         source, table = split_line_table(text)
         bindings = resolve_bindings(source, fn)
         if bindings is not None:
@@ -379,7 +364,7 @@ def load(
                     describe(fn, argnums, options),
                     path,
                 )
-            return import_source(text, path, bindings), path, source
+            return import_source(text, path, bindings, digest), path, source
     logging_on = log.isEnabledFor(logging.INFO)
     if logging_on:
         log.info("compiling %s: %s", describe(fn, argnums, options), _miss(path))
@@ -437,11 +422,12 @@ class CacheInfo:
 
 
 def _entries(directory: Path) -> list[Path]:
-    """The cache's own files (modules and leftover temporaries), never anything else."""
+    """The cache's own files (modules, their code objects and leftover
+    temporaries), never anything else."""
     return sorted(
         p
         for p in directory.iterdir()
-        if p.is_file() and (ENTRY.match(p.name) or TEMPORARY.match(p.name))
+        if p.is_file() and any(r.match(p.name) for r in (ENTRY, CODE_ENTRY, TEMPORARY))
     )
 
 
@@ -452,14 +438,15 @@ def info() -> CacheInfo:
         size += path.stat().st_size
         if TEMPORARY.match(path.name):
             temporaries += 1
-        else:
+        elif ENTRY.match(path.name):
             modules += 1
             damaged += read_verified(path) is None
     return CacheInfo(directory, modules, size, damaged, temporaries)
 
 
 def clear() -> int:
-    """Delete the cached modules and leftover temporaries; return how many files went.
+    """Delete the cached modules (with their code objects) and leftover
+    temporaries; return how many modules and temporaries went.
 
     Only files named like cache entries are removed, so a cache directory shared
     with other files (the default one also holds the datasets in ``data/``)
@@ -469,7 +456,7 @@ def clear() -> int:
     for path in _entries(cache_dir()):
         try:
             path.unlink()
-            removed += 1
+            removed += not CODE_ENTRY.match(path.name)
         except FileNotFoundError:  # another process removed or replaced it first
             pass
     return removed

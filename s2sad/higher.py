@@ -125,7 +125,9 @@ def reverse_function(
     def compile_source():
         from s2sad import pipeline
 
-        return pipeline.compile_function(fun, argnums, options, tuple(values))
+        return pipeline.compile_function(
+            fun, argnums, options, tuple(values), formatted=False
+        )
 
     module, _, _ = cache.load(
         fun, argnums, options, object_signature(values), compile_source, fresh
@@ -198,6 +200,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
                 tuple(args),
                 mode="forward",
                 line_table=True,
+                formatted=False,  # black only for .source
             )
 
         module, path, source = cache.load(

@@ -86,6 +86,7 @@ def compile_function(
     dump_after: str | None = None,
     dump: Callable[[str], None] | None = None,
     line_table: bool = False,
+    formatted: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """Compile ``fn`` w.r.t. ``argnums``: (module source, bindings).
 
@@ -99,7 +100,9 @@ def compile_function(
     ``line_table=True`` adds the binding ``_s2sad_lines``: the text of the table
     saying which line of the user's source each emitted line comes from
     (``transforms/lines.py``), which ``cache`` keeps beside the module and
-    ``s2sad.locate`` reads when the emitted code raises.
+    ``s2sad.locate`` reads when the emitted code raises.  ``formatted=False``
+    leaves black out (``emit.formatted`` applies it later): the cache of
+    ``grad`` keeps that text, and the line table describes the text returned.
     """
     global RUN_COUNT
     if mode not in MODES:
@@ -123,7 +126,8 @@ def compile_function(
             run(module)
             show(pass_name, module.functions)
     wrt = [job.renamed.get(p, p) for p in job.wrt]  # the user's names
-    text = emit.run(module, emit.Header(parsed.source, wrt, fn, job.names[0]))
+    header = emit.Header(parsed.source, wrt, fn, job.names[0])
+    text = emit.run(module, header, formatted)
     show("emit", text)
     bindings = dict(module.bindings)
     if line_table:

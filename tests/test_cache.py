@@ -3,6 +3,8 @@ writes, concurrent processes, and the helpers behind ``s2sad cache info|clear``.
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
 import subprocess
 import sys
@@ -78,14 +80,15 @@ def test_damaged_file_is_regenerated_and_never_run(cache_dir, tmp_path):
 def test_file_others_could_write_is_not_trusted(cache_dir):
     first, _ = compile_cube()
     path = Path(first.path)
-    tampered = cache.seal(first.source + "\nraise SystemExit('tampered')\n")
+    stored = cache.read_verified(path)  # as ast.unparse wrote it (.source: black's)
+    tampered = cache.seal(stored + "\nraise SystemExit('tampered')\n")
     path.write_text(tampered)  # a correct hash line does not make it trusted ...
     path.chmod(0o600)
     assert cache.read_verified(path) is not None
     path.chmod(0o666)  # ... only who can write it does
     assert cache.read_verified(path) is None
     _, runs = compile_cube()
-    assert runs == 1 and cache.read_verified(path) == first.source
+    assert runs == 1 and cache.read_verified(path) == stored
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
@@ -190,9 +193,12 @@ def test_processes_compiling_the_same_function_at_once(cache_dir, tmp_path):
     want = central_differences(x)
     for out, _ in outputs:
         np.testing.assert_allclose([float(v) for v in out.split()], want, rtol=1e-6)
-    entries = sorted(p.name for p in cache_dir.iterdir())
-    assert len(entries) == 1 and entries[0].startswith("concurrent_model.loss-")
-    assert cache.read_verified(cache_dir / entries[0]) is not None
+    entries = sorted(p.name for p in cache_dir.iterdir())  # no temporary left
+    assert len(entries) == 2 and entries[1].startswith("concurrent_model.loss-")
+    module = cache_dir / entries[1]
+    assert cache.read_verified(module) is not None
+    assert entries[0] == cache.code_path(module).name
+    assert cache.read_code(module, cache.read_sealed(module)[1]) is not None
 
 
 def central_differences(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -220,10 +226,14 @@ def test_info_and_clear_touch_only_cache_entries(cache_dir):
     report = cache.info()
     assert report.directory == cache_dir
     assert (report.modules, report.damaged, report.temporaries) == (3, 1, 1)
+    codes = sorted(p.name for p in cache_dir.glob("*.code"))
+    assert len(codes) == 2  # the two good modules' code objects
     assert report.bytes == sum(
-        p.stat().st_size for p in cache_dir.iterdir() if p.name.endswith(".py")
+        p.stat().st_size
+        for p in cache_dir.iterdir()
+        if p.name.endswith((".py", ".code"))
     )
-    assert cache.clear() == 4
+    assert cache.clear() == 4  # modules and temporaries; code objects go too
     assert sorted(p.name for p in cache_dir.iterdir()) == ["README.txt", "data"]
     assert (cache_dir / "data" / "mnist-v1.npz").exists()
     assert cache.info().modules == 0
@@ -280,3 +290,156 @@ def test_editing_a_non_compiler_module_keeps_the_fingerprint(package_copy):
     assert cache.compiler_fingerprint() == first
     edited(package_copy / "api.py")
     assert cache.compiler_fingerprint() != first
+
+
+# ---------------------------------------------------------------- code objects
+
+
+def test_the_code_object_is_kept_beside_the_module_and_loaded(cache_dir, monkeypatch):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    assert code.name == f"{module.stem}.{sys.implementation.cache_tag}.code"
+    assert code.stat().st_mode & 0o777 == 0o600
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the module was compiled again")
+
+    monkeypatch.setattr(cache, "compile", no_compile, raising=False)
+    _, runs = compile_cube()  # a new grad: loads module and code object, exact values
+    assert runs == 0
+
+
+def _forged(module: Path, marker: Path) -> tuple[bytes, str]:
+    """Marshal data of the module's real code plus a line that creates ``marker``,
+    and the module's digest: what a code file must never run unchecked."""
+    text = module.read_text() + f"open({str(marker)!r}, 'w').close()\n"
+    return (
+        marshal.dumps(compile(text, str(module), "exec")),
+        cache.read_sealed(module)[1],
+    )
+
+
+def _retagged(header: bytes, old: str, new: str) -> bytes:
+    assert old.encode() in header
+    return header.replace(old.encode(), new.encode(), 1)
+
+
+def _sealed_code(module: Path, digest: str, code) -> bytes:
+    payload = marshal.dumps(code)
+    return cache.code_header(module, digest, payload) + payload
+
+
+#: ways a code file can be wrong; each gets (module path, digest, forged payload,
+#: the good file's bytes) and returns the bad file's bytes
+DAMAGES = {
+    "truncated": lambda m, d, evil, good: good[: len(good) // 2],
+    "payload swapped": lambda m, d, evil, good: good.partition(b"\n")[0] + b"\n" + evil,
+    "not marshal data": lambda m, d, evil, good: cache.code_header(m, d, b"junk")
+    + b"junk",
+    "made for another text": lambda m, d, evil, good: cache.code_header(
+        m, "0" * 64, evil
+    )
+    + evil,
+    "made for another python": lambda m, d, evil, good: _retagged(
+        cache.code_header(m, d, evil), sys.implementation.cache_tag, "cpython-20"
+    )
+    + evil,
+    "another bytecode magic": lambda m, d, evil, good: _retagged(
+        cache.code_header(m, d, evil),
+        importlib.util.MAGIC_NUMBER.hex(),
+        "00000d0a",
+    )
+    + evil,
+    "compiled for another file": lambda m, d, evil, good: _sealed_code(
+        m, d, marshal.loads(evil).replace(co_filename="elsewhere.py")
+    ),
+    "empty": lambda m, d, evil, good: b"",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_code_file_is_ignored_and_written_again(cache_dir, tmp_path, damage):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    good = code.read_bytes()
+    marker = tmp_path / "ran"
+    evil, digest = _forged(module, marker)
+    bad = DAMAGES[damage](module, digest, evil, good)
+    code.write_bytes(bad)
+    _, runs = compile_cube()  # exact gradient values checked inside
+    assert runs == 0  # the module's text was good: only its code object is redone
+    assert not marker.exists()
+    assert code.read_bytes() != bad
+    assert cache.read_code(module, digest) is not None
+
+
+def test_a_code_file_others_could_write_is_not_run(cache_dir, tmp_path):
+    first, _ = compile_cube()
+    module = Path(first.path)
+    code = cache.code_path(module)
+    marker = tmp_path / "ran"
+    evil, digest = _forged(module, marker)
+    code.write_bytes(cache.code_header(module, digest, evil) + evil)
+    code.chmod(0o666)  # a well-formed file, but others could have written it
+    compile_cube()
+    assert not marker.exists()
+    code.write_bytes(cache.code_header(module, digest, evil) + evil)
+    code.chmod(0o600)  # the control: the same file, private, is trusted like the module
+    compile_cube()
+    assert marker.exists()
+
+
+def test_a_code_file_for_an_edited_module_is_not_used(cache_dir, tmp_path):
+    """A module text changed (correctly sealed, by its owner) outranks its old code."""
+    first, _ = compile_cube()
+    module = Path(first.path)
+    marker = tmp_path / "ran"
+    text = cache.read_verified_text(module) + f"open({str(marker)!r}, 'w').close()\n"
+    module.write_text(cache.seal(text))
+    module.chmod(0o600)
+    _, runs = compile_cube()
+    assert runs == 0 and marker.exists()  # the edited text ran, not the stale code
+
+
+# ---------------------------------------------------------------- the key's source
+
+
+def _decorate(f):
+    return f
+
+
+@_decorate
+def _decorated(x):
+    y = np.sin(x)  # a statement over three lines
+    return y
+    # a comment under the body
+
+
+class _Holder:
+    def method(self, x):
+        def inner(z):
+            return z * 2.0
+
+        return inner(x)
+
+
+_lam = lambda x: np.sum(x * x)
+
+
+def test_the_keys_source_text_is_what_inspect_reads():
+    """cache.source_text finds the definition without tokenizing the file."""
+    import inspect
+
+    for fn in (
+        _decorated,
+        _Holder.method,
+        _lam,
+        cube,
+        compile_cube,
+        central_differences,
+    ):
+        assert cache.source_text(fn) == inspect.getsource(fn.__code__), fn
+    assert "# a comment under the body" in cache.source_text(_decorated)
+    assert cache.source_text(_decorated).startswith("@_decorate")

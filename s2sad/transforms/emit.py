@@ -1,5 +1,11 @@
 """Emit: AST -> Python source with ``ast.unparse``, comments restored, black-formatted.
 
+Black formats only what a person reads (``.source``, ``s2sad show``, ``s2sad
+compile``): ``run(..., formatted=False)`` leaves the ``ast.unparse`` text, which
+is as deterministic and is what the disk cache of ``grad`` keeps (black was a
+third to a half of a cold compile); :func:`formatted` turns that text into
+exactly what ``run(..., formatted=True)`` returns.
+
 The module gets a header naming its origin and the hash of the source it was
 built from, imports for NumPy and the runtime helpers it uses, and a list of
 the names s2sad binds when it loads the module (the user's globals)::
@@ -14,6 +20,7 @@ the names s2sad binds when it loads the module (the user's globals)::
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import inspect
@@ -41,16 +48,38 @@ class Header:
     entry: str = ""  # the function callers run (<f>_value_and_grad, <f>_jvp)
 
 
-def run(module, header: Header) -> str:
-    used = {
-        n.id for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
-    }
-    imports, injected = _imports(module, used)
+def run(module, header: Header, formatted: bool = True) -> str:
+    """The module's text: black-formatted, or (``formatted=False``) as
+    ``ast.unparse`` writes it, which :func:`formatted` formats later."""
+    names = [
+        n for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
+    ]
+    imports, injected = _imports(module, {n.id for n in names})
     body = ast.Module(body=imports + module.functions, type_ignores=[])
-    _rename_helpers(module, body)
+    _rename_helpers(module, body, names)
     ast.fix_missing_locations(body)
     text = ast.unparse(body)
     text = comments.restore(text, module.comments)
+    if formatted:
+        text = _black(text)
+    else:  # the one line black would add: the module ends with a newline
+        text = text.rstrip("\n") + "\n"
+    origins = {alias: module.origins.get(alias) for alias in injected}
+    return _header(header, origins) + text
+
+
+@functools.lru_cache(maxsize=64)
+def formatted(text: str) -> str:
+    """``run(..., formatted=False)``'s text as ``run(..., formatted=True)`` gives it:
+    the header (the leading ``#`` lines) kept, the code after it black-formatted."""
+    lines = text.splitlines(keepends=True)
+    n = 0
+    while n < len(lines) and lines[n].startswith("#"):
+        n += 1
+    return "".join(lines[:n]) + _black("".join(lines[n:]))
+
+
+def _black(code: str) -> str:
     try:
         import black  # only when formatting: loading a cached module needs no black
     except ImportError:
@@ -58,10 +87,7 @@ def run(module, header: Header) -> str:
             "s2sad formats the code it emits with black, which is not installed: "
             "pip install black (or reinstall s2sad, which depends on it)"
         ) from None
-
-    text = black.format_str(text, mode=black.Mode(line_length=88))
-    origins = {alias: module.origins.get(alias) for alias in injected}
-    return _header(header, origins) + text
+    return black.format_str(code, mode=black.Mode(line_length=88))
 
 
 def _imports(module, used: set[str]) -> tuple[list[ast.stmt], list[str]]:
@@ -136,13 +162,10 @@ def _importable_home(obj: Any) -> str | None:
         return None
 
 
-def _rename_helpers(module, tree: ast.Module) -> None:
-    """Helpers keep their plain names unless a user variable shadows one."""
-    user = {
-        n.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Name) and not getattr(n, "_s2sad", {}).get("helper")
-    }
+def _rename_helpers(module, tree: ast.Module, names: list[ast.Name]) -> None:
+    """Helpers keep their plain names unless a user variable shadows one
+    (``names``: every name the functions of ``tree`` use)."""
+    user = {n.id for n in names if not getattr(n, "_s2sad", {}).get("helper")}
     clash = {h for h in module.helpers_used if h in user}
     if not clash:
         return
