@@ -29,7 +29,7 @@ from s2sad.transforms.front import validate as validate_pass
 
 def validate(job, module) -> None:
     """Refuse unsupported syntax early; flatten the parameters into one list."""
-    validate_pass.run(job.parsed)
+    validate_pass.run(job.parsed, module.helper)
     inplace.run(job.parsed)
     args = job.node.args
     args.args = args.posonlyargs + args.args + args.kwonlyargs
