@@ -31,6 +31,8 @@ from tests.corpus import (  # noqa: F401
     cases_comprehensions,
     cases_data,
     cases_loops,
+    cases_refuse_runtime,
+    cases_unpacking,
 )
 from tests.corpus.registry import CASES
 

@@ -40,7 +40,18 @@ __all__ = [
     "NO_WORKSPACE",
     "globals_changed",
     "refused",
+    "structure_changed",
 ]
+
+
+def structure_changed(what: str) -> GlobalsChangedError:
+    """Raised where emitted code unpacks an argument (``f(*xs)``, ``f(**d)``) whose
+    length or keys differ from those of the call it was compiled for."""
+    return GlobalsChangedError(
+        f"{what}: the code unpacks it as it was then, so it cannot run. s2sad.grad "
+        "and the other transforms compile again by themselves; for a module written "
+        "by `s2sad compile`, compile it for this call."
+    )
 
 
 def refused(

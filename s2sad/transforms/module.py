@@ -38,6 +38,7 @@ HELPERS = (
     "NO_WORKSPACE",
     "globals_changed",
     "refused",
+    "structure_changed",
 )
 #: locals of every emitted function (no module-level name may take them)
 LOCALS = ("tape", "g_out", "saved", "ws", "_")

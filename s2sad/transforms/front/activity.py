@@ -279,6 +279,20 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
+    unpacked = [a.value for a in call.args if isinstance(a, ast.Starred)]
+    unpacked += [k.value for k in call.keywords if k.arg is None]
+    if any(isinstance(v, ast.Name) and v.id in act.active for v in unpacked):
+        unsupported.append(
+            source.problem(
+                call,
+                "differentiated values unpacked with '*' or '**' into "
+                f"'{ast.unparse(call.func)}', whose arguments s2sad must know one "
+                "by one when it compiles",
+                "pass the values one by one, or unpack a tuple, list or dict "
+                "literal (f(*[a, b]), f(**{'k': v}))",
+            )
+        )
+        return
     active_args = [
         a.id
         for a in [*call.args, *(k.value for k in call.keywords)]

@@ -29,7 +29,7 @@ import ast
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
+from s2sad.transforms.front.calls import CallNormalizer, LocalFunction, spliced
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
 
@@ -61,6 +61,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
+        self.helpers_needed: set[str] = set()  # runtime helpers of emitted guards
         self.depth = 0  # > 0 inside if/for/while: names bound there may be re-bound
 
     # ------------------------------------------------------------------ helpers
@@ -240,6 +241,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     # ------------------------------------------------------------------ expressions
     def atom(self, e: ast.expr, out: list[ast.stmt], hint: str = "t") -> ast.expr:
+        if isinstance(e, ast.Starred):  # f(*xs) with xs not a literal: kept
+            return ast.Starred(value=self.atom(e.value, out, hint), ctx=ast.Load())
         """Flatten ``e`` and return a name, constant or static reference for it."""
         if isinstance(e, ast.Constant) or (
             isinstance(e, ast.Name) and e.id not in self.local_functions
@@ -392,11 +395,12 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return name(tmp)
 
     def expr_Call(self, e, out, hint):
+        e = self.specialise_unpacking(spliced(e), out)
         info = self.classify(e)
         if (rewritten := self.builtin_form(e, info)) is not None:
             return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
-            e = self._bind_arguments(e, info)
+            e = self._bind_arguments(e, info, out)
         args = [self.atom(a, out) for a in e.args]
         keywords = [
             ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords

@@ -28,12 +28,21 @@ from s2sad.transforms.front import validate as validate_pass
 
 
 def validate(job, module) -> None:
-    """Refuse unsupported syntax early; flatten the parameters into one list."""
-    validate_pass.run(job.parsed, module.helper)
+    """Refuse unsupported syntax early; flatten the parameters into one list (a
+    callee's ``*args`` and ``**kwargs`` become a tuple and a dict parameter)."""
+    validate_pass.run(job.parsed, module.helper, entry=job.top)
     inplace.run(job.parsed)
     args = job.node.args
-    args.args = args.posonlyargs + args.args + args.kwonlyargs
+    # the order of inspect.signature, in which call sites pass the arguments
+    args.args = (
+        args.posonlyargs
+        + args.args
+        + ([args.vararg] if args.vararg else [])
+        + args.kwonlyargs
+        + ([args.kwarg] if args.kwarg else [])
+    )
     args.posonlyargs, args.kwonlyargs, args.kw_defaults = [], [], []
+    args.vararg = args.kwarg = None
     args.defaults = []
 
 
@@ -56,6 +65,8 @@ def desugar(job, module) -> None:
 def normalize(job, module) -> None:
     """One operation per statement (ANF), names in SSA form where that is safe."""
     job.parsed.node, job.norm = normalize_pass.run(job.parsed, job.namer)
+    for helper in sorted(job.norm.helpers_needed):
+        module.helper(helper)
 
 
 def bind_statics(job, module) -> None:

@@ -169,20 +169,6 @@ class _Validator(ast.NodeVisitor):
                 f"call to {node.func.id}()",
                 "write the code out; s2sad differentiates source it can read",
             )
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                self.report(
-                    arg,
-                    "star-argument in a call ('*args')",
-                    "pass the arguments one by one",
-                )
-        for kw in node.keywords:
-            if kw.arg is None:
-                self.report(
-                    kw.value,
-                    "keyword unpacking in a call ('**kwargs')",
-                    "pass the keyword arguments one by one",
-                )
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -231,10 +217,14 @@ class _Validator(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_signature(self, args: ast.arguments, node: ast.AST) -> None:
+        hint = (
+            "list the parameters explicitly (a function the differentiated one "
+            "calls may take *args and **kwargs)"
+        )
         if args.vararg is not None:
-            self.report(node, "'*args' parameter", "list the parameters explicitly")
+            self.report(node, "'*args' parameter", hint)
         if args.kwarg is not None:
-            self.report(node, "'**kwargs' parameter", "list the parameters explicitly")
+            self.report(node, "'**kwargs' parameter", hint)
 
     def _check_target(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
@@ -269,17 +259,22 @@ def _local_names(parsed: ParsedFunction) -> set[str]:
 
 
 def run(
-    parsed: ParsedFunction, helper: Callable[[str], ast.expr] | None = None
+    parsed: ParsedFunction,
+    helper: Callable[[str], ast.expr] | None = None,
+    entry: bool = True,
 ) -> ParsedFunction:
     """Raise :class:`UnsupportedSyntaxError` listing every problem that always
     matters; rewrite the rest (see the module's docstring).
 
-    Without ``helper``, a problem in a branch is refused like any other.
+    Without ``helper``, a problem in a branch is refused like any other.  Only
+    the ``entry`` function (the one differentiated) may not take ``*args`` or
+    ``**kwargs``: a callee's are bound at each call site (front/calls.py).
     """
     validator = _Validator(parsed)
     for stmt in parsed.node.body:
         validator.visit(stmt)
-    validator._check_signature(parsed.node.args, parsed.node)
+    if entry:
+        validator._check_signature(parsed.node.args, parsed.node)
     problems = validator.problems
     if helper is None:
         problems = problems + [p for _, p in validator.deferred.values()]
