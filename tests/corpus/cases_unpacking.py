@@ -107,9 +107,10 @@ def keyword_differentiated(x, w):
 
 
 Y_OBSERVED = np.linspace(-1.0, 1.0, 3)
+HALF = np.float64(0.5)
 
 
-def acq(x, y=Y_OBSERVED, scale=np.float64(0.5)):
+def acq(x, y=Y_OBSERVED, scale=HALF):
     return scale * np.sum((x - y) ** 2)
 
 

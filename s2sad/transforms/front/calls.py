@@ -17,9 +17,9 @@ import functools
 import inspect
 import site
 import sysconfig
-from pathlib import Path
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from s2sad.runtime import registry

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ast
 
-
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores

@@ -19,11 +19,9 @@ import sys
 import types
 
 from s2sad.transforms.astutil import Namer, anno, name
-from s2sad.transforms.front import comprehensions
+from s2sad.transforms.front import comprehensions, hygiene, inplace, parse
 from s2sad.transforms.front import desugar as desugar_pass
-from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
-from s2sad.transforms.front import parse
 from s2sad.transforms.front import validate as validate_pass
 
 
