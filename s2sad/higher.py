@@ -45,7 +45,7 @@ from s2sad.binding import (
     object_signature,
     primal_or_raise,
 )
-from s2sad.errors import NonScalarOutputError
+from s2sad.errors import GlobalsChangedError, NonScalarOutputError
 from s2sad.options import Options
 from s2sad.runtime import pytrees, support
 
@@ -211,7 +211,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
         self._last = entry
         return entry
 
-    def _compile(self, values: list, sig: str) -> tuple:
+    def _compile(self, values: list, sig: str, fresh: bool = False) -> tuple:
         from s2sad import cache
 
         target = self._target(values)
@@ -235,6 +235,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
             target.options,
             object_signature(args),
             compile_source,
+            fresh=fresh,
         )
         return cache.entry_function(module), path, source, target
 
@@ -286,7 +287,15 @@ class JvpFunction(CompiledModule, ForwardFunction):
         fn, _, _, target = self._entry(values)
         args = target.prepare(values)
         try:
-            value, tangent = fn(*args, *ts)
+            try:
+                value, tangent = fn(*args, *ts)
+            except GlobalsChangedError:  # compiled for other globals or lengths
+                sig = object_signature(values)
+                with self._lock:
+                    self._compiled[sig] = self._last = self._compile(values, sig, True)
+                fn, _, _, target = self._last
+                args = target.prepare(values)
+                value, tangent = fn(*args, *ts)
         except FLOAT_ERRORS as exc:
             # derivative code on Python floats (t / x at x = 0.0): NumPy's semantics
             primal_or_raise(self.fun, values, exc)

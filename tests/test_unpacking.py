@@ -152,10 +152,38 @@ def test_a_specialised_length_is_checked_and_compiled_again():
     assert "len(pairs) differs from the call" in dfn.source
 
 
-def test_specialised_keys_are_checked_and_compiled_again():
+def test_a_specialised_length_is_checked_in_forward_mode_too():
+    dfn = s2sad.jvp(cu.zip_star_pairs)
+    for n in (2, 3):
+        pairs = [[RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))] for _ in range(n)]
+        _, got = dfn(pairs, pairs)
+        want = np.sum(
+            [
+                np.sum(
+                    numerical_grad(cu.zip_star_pairs, [pairs], 0)[i][j] * pairs[i][j]
+                )
+                for i in range(n)
+                for j in range(2)
+            ]
+        )
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_unpacked_dicts_into_numpy_pass_as_they_are():
     x = RNG.normal(size=(3, 4))
-    for opts in ({"axis": 0, "keepdims": True}, {"axis": 1}, {"axis": 0}):
+    for opts in ({"axis": 0, "keepdims": True}, {"axis": 1}):
         _check(cu.dict_param_into_numpy, [x, opts])
+
+
+def test_keys_a_callee_does_not_take_are_refused_as_python_does():
+    x = RNG.normal(size=(3, 4))
+    params = {"g": np.ones(4), "b": np.zeros(4), "scale": 2.0}
+    with pytest.raises(TypeError):
+        cu.dict_param_unpacked(x, params)
+    block = cu._PARAMS(RNG)
+    block["ln_1"]["scale"] = 2.0
+    with pytest.raises(TypeError, match="reads only g, b, eps"):
+        s2sad.grad(cu.picogpt_style_blocks)(x, [block])
 
 
 def test_a_callee_with_star_args_not_differentiated_is_called_as_written():

@@ -20,6 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
@@ -170,17 +171,8 @@ def _call_tangent(
 
 
 def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
-    unpacked = [a.value for a in v.args if isinstance(a, ast.Starred)]
-    unpacked += [k.value for k in v.keywords if k.arg is None]
-    if any(isinstance(u, ast.Name) and u.id in ff.act.active for u in unpacked):
-        ff.fail(
-            v,
-            "differentiated values unpacked with '*' or '**' into "
-            f"'{ast.unparse(v.func)}', whose arguments s2sad must know one by one "
-            "when it compiles",
-            "pass the values one by one, or unpack a tuple, list or dict literal "
-            "(f(*[a, b]), f(**{'k': v}))",
-        )
+    if unpacked_active(v, ff.act.active):
+        ff.fail(v, *unpacked_problem(v))
         return
     for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
         if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:

@@ -26,6 +26,7 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
+from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import (
     CallInfo,
     builtin_hint,
@@ -279,19 +280,8 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
-    unpacked = [a.value for a in call.args if isinstance(a, ast.Starred)]
-    unpacked += [k.value for k in call.keywords if k.arg is None]
-    if any(isinstance(v, ast.Name) and v.id in act.active for v in unpacked):
-        unsupported.append(
-            source.problem(
-                call,
-                "differentiated values unpacked with '*' or '**' into "
-                f"'{ast.unparse(call.func)}', whose arguments s2sad must know one "
-                "by one when it compiles",
-                "pass the values one by one, or unpack a tuple, list or dict "
-                "literal (f(*[a, b]), f(**{'k': v}))",
-            )
-        )
+    if unpacked_active(call, act.active):
+        unsupported.append(source.problem(call, *unpacked_problem(call)))
         return
     active_args = [
         a.id

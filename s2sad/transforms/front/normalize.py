@@ -28,7 +28,7 @@ import ast
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front.calls import CallNormalizer, LocalFunction, spliced
+from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
 
@@ -60,7 +60,6 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
-        self.helpers_needed: set[str] = set()  # runtime helpers of emitted guards
         self.depth = 0  # > 0 inside if/for/while: names bound there may be re-bound
 
     # ------------------------------------------------------------------ helpers
@@ -394,7 +393,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return name(tmp)
 
     def expr_Call(self, e, out, hint):
-        e = self.specialise_unpacking(spliced(e), out)
+        e = self.specialise_unpacking(e, out)
         info = self.classify(e)
         if (rewritten := self.builtin_form(e, info)) is not None:
             return self.value(rewritten, out, hint)

@@ -63,7 +63,7 @@ def desugar(job, module) -> None:
 def normalize(job, module) -> None:
     """One operation per statement (ANF), names in SSA form where that is safe."""
     job.parsed.node, job.norm = normalize_pass.run(job.parsed, job.namer)
-    for helper in sorted(job.norm.helpers_needed):
+    for helper in sorted(getattr(job.norm, "helpers_needed", ())):
         module.helper(helper)
 
 
