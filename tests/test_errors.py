@@ -58,7 +58,7 @@ def test_all_problems_reported_at_once():
         (bad.uses_yield, "yield x", "generator"),
         (bad.uses_eval, 'eval("x")', "eval()"),
         (bad.star_args, "def star_args", "'*args' parameter"),
-        (bad.star_call, "np.add(*parts)", "star-argument"),
+        (bad.star_call, "np.add(*parts)", "unpacked with '*' or '**'"),
         (bad.attribute_assign, "x.scale", "assignment to an attribute"),
         (bad.nonlocal_write, "nonlocal total", "'nonlocal' statement"),
     ],

@@ -32,6 +32,8 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_refuse_runtime,
+    cases_unpacking,
 )
 from tests.corpus.registry import CASES
 

@@ -21,6 +21,8 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_refuse_runtime,
+    cases_unpacking,
 )
 from tests.corpus.registry import CASES
 from tests.test_forward import assert_tree_close, directional, random_like
@@ -47,8 +49,12 @@ SECOND_ORDER_CASES = {
     "list_returned_from_callee", "empty_list_then_stack", "math_in_loop",
     "rnn_with_cell_fn", "logistic_regression", "mlp_two_layers", "logsumexp_stable",
     "index_repeated_accumulates", "reductions_axis", "where_abs", "methods_max_min",
-    "rosenbrock_deap", "nested_listcomp", "comp_over_zip", "comp_inside_loop", "gen_layers_in_for", "gen_yield_from",
-    "gen_with_early_return",
+    "rosenbrock_deap", "nested_listcomp", "comp_over_zip", "comp_inside_loop",
+    "star_args_callee_in_loop", "star_param_into_star_callee", "zip_star_pairs",
+    "picogpt_style_blocks", "kwargs_callee_gets_extras", "dict_param_into_numpy",
+    "non_literal_default_in_loop", "try_in_branch_not_taken",
+    "refusal_in_callee_branch", "catch_warnings_in_loop",
+    "gen_layers_in_for", "gen_yield_from", "gen_with_early_return",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.errors import GlobalsChangedError
+from s2sad.errors import GlobalsChangedError, Problem, UnsupportedSyntaxError
 from s2sad.runtime import pytrees
 from s2sad.runtime.workspace import NO_WORKSPACE
 
@@ -39,7 +39,30 @@ __all__ = [
     "check_finite",
     "NO_WORKSPACE",
     "globals_changed",
+    "refused",
+    "structure_changed",
 ]
+
+
+def structure_changed(what: str) -> GlobalsChangedError:
+    """Raised where emitted code unpacks an argument (``f(*xs)``, ``f(**d)``) whose
+    length or keys differ from those of the call it was compiled for."""
+    return GlobalsChangedError(
+        f"{what}: the code unpacks it as it was then, so it cannot run. s2sad.grad "
+        "and the other transforms compile again by themselves; for a module written "
+        "by `s2sad compile`, compile it for this call."
+    )
+
+
+def refused(
+    filename: str, line: int, col: int, message: str, hint: str, source_line: str
+) -> UnsupportedSyntaxError:
+    """The error an emitted function raises where the user's code reaches a
+    construct s2sad does not differentiate, in a branch that did not run when it
+    was compiled (validate left the rest of the function working)."""
+    return UnsupportedSyntaxError(
+        Problem(filename, line, col, message, hint, source_line)
+    )
 
 
 def globals_changed(names: str) -> None:

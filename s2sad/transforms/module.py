@@ -37,6 +37,8 @@ HELPERS = (
     "check_finite",
     "NO_WORKSPACE",
     "globals_changed",
+    "refused",
+    "structure_changed",
 )
 #: locals of every emitted function (no module-level name may take them)
 LOCALS = ("tape", "g_out", "saved", "ws", "_")

@@ -14,6 +14,8 @@ from tests.corpus import cases_builtins  # noqa: F401
 from tests.corpus import cases_fuzz  # noqa: F401
 from tests.corpus import cases_comprehensions  # noqa: F401
 from tests.corpus import cases_generators  # noqa: F401
+from tests.corpus import cases_unpacking  # noqa: F401
+from tests.corpus import cases_refuse_runtime  # noqa: F401
 from tests.corpus.fd import assert_close_tree, numerical_grad
 from tests.corpus.registry import CASES
 

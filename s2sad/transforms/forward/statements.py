@@ -20,6 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
@@ -170,6 +171,9 @@ def _call_tangent(
 
 
 def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
+    if unpacked_active(v, ff.act.active):
+        ff.fail(v, *unpacked_problem(v))
+        return
     for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
         if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
             ff.fail(

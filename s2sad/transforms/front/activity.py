@@ -26,6 +26,7 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
+from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import (
     CallInfo,
     builtin_hint,
@@ -279,6 +280,9 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
+    if unpacked_active(call, act.active):
+        unsupported.append(source.problem(call, *unpacked_problem(call)))
+        return
     active_args = [
         a.id
         for a in [*call.args, *(k.value for k in call.keywords)]

@@ -17,13 +17,19 @@ import functools
 import inspect
 import site
 import sysconfig
-from pathlib import Path
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno, call, const, copy_loc, name
+from s2sad.transforms.front.arguments import (
+    KEYWORD_ONLY,
+    POSITIONAL,
+    VAR_POSITIONAL,
+    ArgumentBinder,
+)
 from s2sad.transforms.front.parse import MISSING
 
 #: builtins returning a one-shot iterator over their (differentiated) arguments
@@ -43,60 +49,8 @@ class LocalFunction:
     freevars: list[str]
 
 
-class CallNormalizer:
+class CallNormalizer(ArgumentBinder):
     """Call handling for :class:`normalize.Normalizer` (a mixin: uses its helpers)."""
-
-    def _bind_arguments(self, e: ast.Call, info: CallInfo) -> ast.Call:
-        """Rewrite a call to a user function with every argument positional."""
-        if info.kind == "local":
-            local = self.local_functions[info.target]
-            params, defaults = _def_params(local.node, len(local.freevars))
-        else:
-            params, defaults = _object_params(info.target, e.func)
-        star = _star_params(info, self.local_functions)
-        if star:
-            callee = ast.unparse(e.func)
-            self.error(
-                e,
-                f"calls to functions with {star} are not supported yet: "
-                f"'{callee}' takes {star}",
-                f"give '{callee}' one named parameter per argument, or pass the "
-                "values as one tuple or list argument",
-            )
-            return e
-        if info.extra.get("self") is not None:
-            params = params[1:]
-        given = {k.arg: k.value for k in e.keywords}
-        unknown = set(given) - set(params)
-        if unknown or len(e.args) > len(params):
-            self.error(
-                e,
-                f"call does not match the signature of '{ast.unparse(e.func)}'",
-                "check the argument names and count",
-            )
-            return e
-        args = list(e.args)
-        for p in params[len(e.args) :]:
-            if p in given:
-                args.append(given[p])
-            elif p in defaults and defaults[p] is None:
-                self.error(
-                    e,
-                    f"the default of parameter '{p}' of '{ast.unparse(e.func)}' is not "
-                    "a literal",
-                    f"pass {p}=... explicitly in this call",
-                )
-                return e
-            elif p in defaults:
-                args.append(defaults[p])
-            else:
-                self.error(
-                    e,
-                    f"missing argument '{p}' in call to '{ast.unparse(e.func)}'",
-                    "pass every parameter that has no default",
-                )
-                return e
-        return ast.Call(func=e.func, args=args, keywords=[])
 
     def builtin_form(self, e: ast.Call, info: CallInfo) -> ast.expr | None:
         """The form of a builtin call that later passes differentiate, or None.
@@ -201,11 +155,27 @@ class CallNormalizer:
 def as_written(v: ast.Call) -> ast.Call:
     """A user call as Python runs it: normalize passes a method's receiver as the
     first argument (the compiled method takes it so), which the bound method
-    ``obj.f`` must not get twice when the call is emitted unchanged."""
+    ``obj.f`` must not get twice when the call is emitted unchanged; and a
+    callee's ``*args``, keyword-only and ``**kwargs`` parameters get their
+    arguments unpacked and by name again."""
     info = anno(v).get("call")
-    if info is None or info.kind != "user" or info.extra.get("self") is None:
+    if info is None or info.kind != "user":
         return v
-    new = ast.Call(func=v.func, args=v.args[1:], keywords=v.keywords)
+    args, keywords = v.args[info.extra.get("self") is not None :], v.keywords
+    if info.extra.get("kinds"):  # *args, keyword-only and **kwargs as Python takes them
+        bound, args, keywords = args, [], []
+        for (p, kind), a in zip(info.extra["kinds"], bound):
+            if kind == POSITIONAL:
+                args.append(a)
+            elif kind == VAR_POSITIONAL:
+                args.append(ast.Starred(value=a, ctx=ast.Load()))
+            else:
+                keywords.append(
+                    ast.keyword(arg=p if kind == KEYWORD_ONLY else None, value=a)
+                )
+    elif info.extra.get("self") is None:
+        return v
+    new = ast.Call(func=v.func, args=args, keywords=keywords)
     anno(new)["call"] = info
     return ast.copy_location(new, v)
 
@@ -269,25 +239,6 @@ def _has_source(fn: Any) -> bool:
         return False
 
 
-def _star_params(info: CallInfo, local_functions: dict) -> str:
-    """``*args`` / ``**kwargs`` as the callee spells them ('' when it has neither)."""
-    if info.kind == "local":
-        a = local_functions[info.target].node.args
-        names = [f"*{a.vararg.arg}"] if a.vararg else []
-        names += [f"**{a.kwarg.arg}"] if a.kwarg else []
-    else:
-        try:
-            sig = inspect.signature(info.target)
-        except (TypeError, ValueError):
-            return ""
-        names = [
-            ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name
-            for p in sig.parameters.values()
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-    return " and ".join(names)
-
-
 _S2SAD_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -324,40 +275,3 @@ def library_file(fn: Any) -> str | None:
 
 def is_library(fn: Any) -> bool:
     return library_file(fn) is not None
-
-
-def _def_params(
-    node: ast.FunctionDef, lifted: int = 0
-) -> tuple[list[str], dict[str, ast.expr]]:
-    """The parameters of a nested function, without the ``lifted`` free variables
-    that lifting appended after them (the defaults belong to the ones before)."""
-    params = [a.arg for a in node.args.args]
-    params = params[: len(params) - lifted]
-    defaults = dict(
-        zip(params[len(params) - len(node.args.defaults) :], node.args.defaults)
-    )
-    return params, defaults
-
-
-def _object_params(
-    fn: Any, func_expr: ast.expr
-) -> tuple[list[str], dict[str, ast.expr]]:
-    """Parameter names of a Python function, and its defaults as expressions."""
-    sig = inspect.signature(fn)
-    params, defaults = [], {}
-    for p in sig.parameters.values():
-        params.append(p.name)
-        if p.default is not inspect.Parameter.empty:
-            defaults[p.name] = _default_expr(fn, p.name, p.default)
-    return params, defaults
-
-
-def _default_expr(fn: Any, pname: str, value: Any) -> ast.expr | None:
-    """A literal default as a constant; None when it is some other object."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return const(value)
-    if isinstance(value, tuple) and all(
-        isinstance(v, (bool, int, float, str)) for v in value
-    ):
-        return ast.Tuple(elts=[const(v) for v in value], ctx=ast.Load())
-    return None

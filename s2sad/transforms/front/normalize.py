@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ast
 
-
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
@@ -240,6 +239,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     # ------------------------------------------------------------------ expressions
     def atom(self, e: ast.expr, out: list[ast.stmt], hint: str = "t") -> ast.expr:
+        if isinstance(e, ast.Starred):  # f(*xs) with xs not a literal: kept
+            return ast.Starred(value=self.atom(e.value, out, hint), ctx=ast.Load())
         """Flatten ``e`` and return a name, constant or static reference for it."""
         if isinstance(e, ast.Constant) or (
             isinstance(e, ast.Name) and e.id not in self.local_functions
@@ -392,11 +393,12 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return name(tmp)
 
     def expr_Call(self, e, out, hint):
+        e = self.specialise_unpacking(e, out)
         info = self.classify(e)
         if (rewritten := self.builtin_form(e, info)) is not None:
             return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
-            e = self._bind_arguments(e, info)
+            e = self._bind_arguments(e, info, out)
         args = [self.atom(a, out) for a in e.args]
         keywords = [
             ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords

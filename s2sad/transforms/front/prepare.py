@@ -19,23 +19,30 @@ import sys
 import types
 
 from s2sad.transforms.astutil import Namer, anno, name
-from s2sad.transforms.front import comprehensions, generators
+from s2sad.transforms.front import comprehensions, generators, hygiene, inplace, parse
 from s2sad.transforms.front import desugar as desugar_pass
-from s2sad.transforms.front import hygiene, inplace
 from s2sad.transforms.front import normalize as normalize_pass
-from s2sad.transforms.front import parse
 from s2sad.transforms.front import validate as validate_pass
 
 
 def validate(job, module) -> None:
     """Generator functions return lists; refuse unsupported syntax early; flatten
-    the parameters into one list."""
-    generators.run(job.parsed, job.parsed.fn is module.top_fn)
-    validate_pass.run(job.parsed)
+    the parameters into one list (a callee's ``*args`` and ``**kwargs`` become a
+    tuple and a dict parameter)."""
+    generators.run(job.parsed, job.top)
+    validate_pass.run(job.parsed, module.helper, entry=job.top)
     inplace.run(job.parsed)
     args = job.node.args
-    args.args = args.posonlyargs + args.args + args.kwonlyargs
+    # the order of inspect.signature, in which call sites pass the arguments
+    args.args = (
+        args.posonlyargs
+        + args.args
+        + ([args.vararg] if args.vararg else [])
+        + args.kwonlyargs
+        + ([args.kwarg] if args.kwarg else [])
+    )
     args.posonlyargs, args.kwonlyargs, args.kw_defaults = [], [], []
+    args.vararg = args.kwarg = None
     args.defaults = []
 
 
@@ -58,6 +65,8 @@ def desugar(job, module) -> None:
 def normalize(job, module) -> None:
     """One operation per statement (ANF), names in SSA form where that is safe."""
     job.parsed.node, job.norm = normalize_pass.run(job.parsed, job.namer)
+    for helper in sorted(getattr(job.norm, "helpers_needed", ())):
+        module.helper(helper)
 
 
 def bind_statics(job, module) -> None:
