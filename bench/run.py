@@ -294,7 +294,14 @@ NOTES = [
         "the process CPU affinity limited to that many cores (XLA's CPU runtime "
         "ignores its thread flags)."
     ),
-    "`NumPy fwd only` is the loss alone, the floor any gradient method pays.",
+    (
+        "`NumPy fwd only` is the loss alone, the floor any gradient method pays; the "
+        "gradient-to-primal cost ratio divides each column's value-and-gradient "
+        "time by it (AD papers report about 3-5x). The primal is the benchmark's "
+        "NumPy source as written, so a hand-written gradient that calls `math` on "
+        "floats (sincos, loop) can cost less than it."
+    ),
+    ("Geomean rows: geometric mean over the problems where both columns ran."),
     (
         "Memory: on the VM these numbers were taken on, a first touch of a fresh page "
         "costs ~4 us, and glibc returns freed blocks of 128 KB and more to the kernel, "
