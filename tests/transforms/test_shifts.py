@@ -196,3 +196,31 @@ def test_forward_mode_and_hessians_still_agree():
     p = np.exp(x - x.max())
     p /= p.sum()
     close(h, np.diag(p) - np.outer(p, p))
+
+
+def log_softmax_rows(z):
+    s = z - np.max(z, axis=1, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=1, keepdims=True))
+
+
+def calls_a_log_softmax(W, x, y):
+    logp = log_softmax_rows(np.tanh(x @ W))
+    return -np.mean(logp[np.arange(x.shape[0]), y])
+
+
+def test_a_called_function_gets_the_same_treatment_and_its_hessian_is_right():
+    W, x = RNG.normal(size=(3, 3)), RNG.normal(size=(4, 3))
+    code = after("cleanup", calls_a_log_softmax, (0,))
+    assert "d_max" not in code, code
+    check(calls_a_log_softmax, (W, x, LABELS[:4] % 3), 0)
+    h = s2sad.hessian(calls_a_log_softmax)(W, x, LABELS[:4] % 3)
+    g = s2sad.grad(calls_a_log_softmax)
+    eps = 1e-6
+    for k in range(W.size):
+        d = np.zeros(W.size)
+        d[k] = eps
+        d = d.reshape(W.shape)
+        col = (g(W + d, x, LABELS[:4] % 3) - g(W - d, x, LABELS[:4] % 3)) / (2 * eps)
+        np.testing.assert_allclose(
+            h.reshape(W.size, W.size)[:, k], col.ravel(), rtol=1e-5, atol=1e-7
+        )
