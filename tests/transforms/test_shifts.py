@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad import pipeline
 from s2sad.testing import numerical_grad
 from tests.transforms.dumps import after, job_after
 
@@ -159,19 +160,31 @@ def argnums_of(argnums):
 @pytest.mark.parametrize(
     "fn,make,argnums", MATCHING, ids=lambda v: getattr(v, "__name__", "")
 )
-def test_shift_only_max_gets_no_cotangent_and_grads_match_fd(fn, make, argnums):
+def test_shift_only_max_gets_no_cotangent_and_grads_match_fd(
+    fn, make, argnums, monkeypatch
+):
     code = after("cleanup", fn, argnums_of(argnums))
     assert "d_max" not in code and "d_amax" not in code, code
     check(fn, make(), argnums)
+    # without the pass the max has its cotangent (what the pass saves)
+    passes = [p for p in pipeline.PASSES if p[0] != "shifts"]
+    monkeypatch.setattr(pipeline, "PASSES", passes)
+    assert "d_max" in after("cleanup", fn, argnums_of(argnums))
 
 
 @pytest.mark.parametrize(
     "fn,make,argnums", NEAR_MISSES, ids=lambda v: getattr(v, "__name__", "")
 )
-def test_near_misses_keep_the_max_cotangent_and_grads_match_fd(fn, make, argnums):
+def test_near_misses_keep_the_max_cotangent_and_grads_match_fd(
+    fn, make, argnums, monkeypatch
+):
     code = after("cleanup", fn, argnums_of(argnums))
     assert "d_max" in code, code
     check(fn, make(), argnums)
+    # exactly today's code: the same as with the pass taken out of the pipeline
+    passes = [p for p in pipeline.PASSES if p[0] != "shifts"]
+    monkeypatch.setattr(pipeline, "PASSES", passes)
+    assert after("cleanup", fn, argnums_of(argnums)) == code
 
 
 def test_the_pass_only_takes_the_max_out_of_the_activity():
