@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=21)
     p.add_argument("--target", type=float, default=0.05, help="s per measurement")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: this process's CPU time (steadier on a loaded machine)",
+    )
     return p.parse_args(argv)
 
 
@@ -92,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {key} differs from hand-written: {err:.1e}")
                 return 1
         runs = {key: prep.run for key, prep in prepared.items()}
-        result = timing.interleaved(runs, opts.repeat, opts.target)
+        clock = time.process_time if opts.clock == "cpu" else time.perf_counter
+        result = timing.interleaved(runs, opts.repeat, opts.target, clock)
         rows.append((name, result))
         line = ", ".join(f"{k} {fmt_time(v['median_s'])}" for k, v in result.items())
         print(f"{name}: {line}", flush=True)

@@ -195,7 +195,8 @@ def markdown(result: dict) -> str:
             f"{meta.get('malloc', 'glibc default')};"
         ),
         (
-            f"median of {meta['repeat']} interleaved repetitions; "
+            f"median of {meta['repeat']} interleaved repetitions "
+            f"({meta.get('clock', 'wall')} clock); "
             f"full run took {meta['wall_s']:.0f} s; load average at the end "
             f"{meta.get('load_average_at_end', '?')} (other jobs share the machine)."
         ),
