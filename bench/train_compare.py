@@ -10,7 +10,8 @@ the s2sad example (examples/rnn_mnist.py or examples/cnn_imdb.py, memory
 counting off), bench/train_torch.py (``--no-mem``) and bench/train_jax.py, reads
 the JSON each writes and prints one markdown table.  ``vs s2sad`` divides each
 framework's mean epoch time after the first (the mean of all epochs when only
-one ran) by s2sad's.  All three use the same data, batch size, optimizer and
+one ran) by s2sad's; the CPU columns do the same with the process CPU time
+of each epoch (steadier when other jobs share the machine; use --threads 1).  All three use the same data, batch size, optimizer and
 learning rate; s2sad and JAX also start from the same weights (the examples'
 seeded initialisation) and shuffle alike, so their losses agree; PyTorch uses
 its own seeded initialisation.  ``--json PATH`` writes the three results.
@@ -98,8 +99,16 @@ def steady(result: dict) -> float | None:
     return result.get("mean_epoch_after_first_s") or result.get("mean_epoch_s")
 
 
+def steady_cpu(result: dict) -> float | None:
+    """The same in process CPU seconds (steadier on a shared machine)."""
+    cpu = [e.get("cpu_seconds") for e in result.get("epochs", [])]
+    cpu = cpu[1:] if len(cpu) > 1 else cpu
+    return sum(cpu) / len(cpu) if cpu and None not in cpu else None
+
+
 def table(results: dict[str, dict]) -> str:
     base = steady(results["s2sad"]) if "s2sad" in results else None
+    base_cpu = steady_cpu(results["s2sad"]) if "s2sad" in results else None
     head = [
         "framework",
         "train / test",
@@ -107,12 +116,16 @@ def table(results: dict[str, dict]) -> str:
         "mean epoch",
         "mean after first",
         "vs s2sad",
+        "CPU s, mean after first",
+        "vs s2sad (CPU)",
         "final test acc",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in results.items():
         after = r.get("mean_epoch_after_first_s")
         ratio = steady(r) / base if base and steady(r) else None
+        cpu = steady_cpu(r)
+        cpu_ratio = cpu / base_cpu if base_cpu and cpu else None
         cells = [
             f"{name} ({r['framework']})",
             f"{r['n_train']} / {r['n_test']}",
@@ -120,6 +133,8 @@ def table(results: dict[str, dict]) -> str:
             f"{r['mean_epoch_s']:.3f} s",
             f"{after:.3f} s" if after is not None else "-",
             f"{ratio:.2f}x" if ratio is not None else "-",
+            f"{cpu:.3f} s" if cpu is not None else "-",
+            f"{cpu_ratio:.2f}x" if cpu_ratio is not None else "-",
             f"{r['final_test_accuracy']:.4f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
