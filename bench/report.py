@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 CALL_MEANING = {
@@ -19,6 +20,13 @@ def fmt_time(seconds: float | None) -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    """A ratio with two decimals, or three significant digits below 0.1."""
+    if ratio is None:
+        return "-"
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.3g}x"
 
 
 def _cell(result: dict, problem: str, column: str) -> str:
@@ -43,7 +51,116 @@ def timing_table(result: dict) -> list[str]:
         row = [f"{name} ({meta['description']})" if meta["description"] else name]
         row.append(CALL_MEANING[meta["kind"]])
         rows.append(row + [_cell(result, name, c) for c in cols])
+    means = ratios(result, cols, ["handwritten"])["geomean"]
+    rows.append(
+        ["**geomean** of the ratios", ""]
+        + [fmt_ratio(means.get((c, "handwritten"), 1.0)) for c in cols]
+    )
     return _table(header, rows)
+
+
+# s2sad's time over each of these columns' times (s2sad / hand-written first)
+PEERS = ["handwritten", "jax_jit", "jax_eager", "torch", "autograd"]
+# the columns whose value-and-gradient is divided by the primal's time
+GRADIENT_COLUMNS = ["handwritten", "s2sad", "s2sad_out", "jax_jit", "torch", "autograd"]
+
+
+def _median(result: dict, problem: str, column: str) -> float | None:
+    entry = result["timings"].get(problem, {}).get(column)
+    return entry["median_s"] if entry else None
+
+
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean of positive numbers (None for none)."""
+    values = [v for v in values if v is not None and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def ratios(result: dict, numerators: list[str], denominators: list[str]) -> dict:
+    """{problem: {(num, den): t_num / t_den}} plus a "geomean" row over problems.
+
+    A pair is missing where either column did not run; the geomean of a pair
+    is over the problems where it ran (the row says how many).
+    """
+    table: dict = {}
+    for name in result["timings"]:
+        row = {}
+        for num in numerators:
+            for den in denominators:
+                a, b = _median(result, name, num), _median(result, name, den)
+                if num != den and a is not None and b:
+                    row[(num, den)] = a / b
+        table[name] = row
+    pairs = {p for row in table.values() for p in row}
+    table["geomean"] = {
+        p: geomean([row[p] for row in table.values() if p in row]) for p in pairs
+    }
+    return table
+
+
+def summary(result: dict) -> dict:
+    """The two ratio tables as JSON-friendly dicts (also saved in latest.json)."""
+    cols = result["columns"]
+    s2sad = [c for c in ("s2sad",) if c in cols]
+    peers = [c for c in PEERS if c in cols]
+    grads = [c for c in GRADIENT_COLUMNS if c in cols]
+    primal = ["numpy_fwd"] if "numpy_fwd" in cols else []
+    out = {}
+    for key, table in (
+        ("s2sad_over", ratios(result, s2sad, peers)),
+        ("gradient_to_primal", ratios(result, grads, primal)),
+    ):
+        out[key] = {
+            problem: {f"{n}/{d}": v for (n, d), v in row.items()}
+            for problem, row in table.items()
+        }
+    return out
+
+
+def _ratio_rows(table: dict, keys: list[str]) -> list[list[str]]:
+    rows = []
+    for problem, row in table.items():
+        cells = [fmt_ratio(row.get(k)) for k in keys]
+        label = f"**{problem}**" if problem == "geomean" else problem
+        rows.append([label] + cells)
+    return rows
+
+
+def ratio_tables(result: dict) -> list[str]:
+    """Markdown: s2sad over each peer, and each gradient over the primal."""
+    labels, cols = result["labels"], result["columns"]
+    summ = summary(result)
+    out = []
+    peers = [c for c in PEERS if c in cols]
+    if "s2sad" in cols and peers:
+        keys = [f"s2sad/{p}" for p in peers]
+        out += [
+            "## s2sad time over each column's time (below 1: s2sad is faster)",
+            "",
+            *_table(
+                ["problem"] + [f"over {labels[p]}" for p in peers],
+                _ratio_rows(summ["s2sad_over"], keys),
+            ),
+            "",
+        ]
+    grads = [c for c in GRADIENT_COLUMNS if c in cols]
+    if "numpy_fwd" in cols and grads:
+        keys = [f"{g}/numpy_fwd" for g in grads]
+        out += [
+            (
+                "## Gradient-to-primal cost ratio (value-and-gradient time over the "
+                "NumPy loss's time; an SGD step includes the update)"
+            ),
+            "",
+            *_table(
+                ["problem"] + [labels[g] for g in grads],
+                _ratio_rows(summ["gradient_to_primal"], keys),
+            ),
+            "",
+        ]
+    return out
 
 
 def compile_table(result: dict) -> list[str]:
@@ -78,7 +195,8 @@ def markdown(result: dict) -> str:
             f"{meta.get('malloc', 'glibc default')};"
         ),
         (
-            f"median of {meta['repeat']} interleaved repetitions; "
+            f"median of {meta['repeat']} interleaved repetitions "
+            f"({meta.get('clock', 'wall')} clock); "
             f"full run took {meta['wall_s']:.0f} s; load average at the end "
             f"{meta.get('load_average_at_end', '?')} (other jobs share the machine)."
         ),
@@ -88,6 +206,7 @@ def markdown(result: dict) -> str:
         "",
         *timing_table(result),
         "",
+        *ratio_tables(result),
         "## First-call times",
         "",
         *compile_table(result),
@@ -103,6 +222,7 @@ def markdown(result: dict) -> str:
 def save(result: dict, directory: Path, stem: str = "latest") -> tuple[Path, Path]:
     """Write <stem>.md and <stem>.json; return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
+    result = dict(result, summary=summary(result))
     md, js = directory / f"{stem}.md", directory / f"{stem}.json"
     md.write_text(markdown(result), encoding="utf-8")
     js.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")

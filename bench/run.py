@@ -58,6 +58,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=11, help="interleaved repetitions")
     p.add_argument("--target", type=float, default=0.05, help="s per measurement")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: the process's CPU time, steadier on a loaded machine (it adds up "
+        "all threads, so it overstates multi-threaded columns)",
+    )
     p.add_argument("--check", action="store_true", help="FD check of hand-written")
     p.add_argument(
         "--malloc-keep",
@@ -219,7 +226,8 @@ def bench_problem(problem, columns, opts, result: dict) -> None:
     args = problem.make_data()
     ready = verified(columns, problem, args, result["skipped"])
     runs = {name: prepared.run for name, (prepared, _) in ready.items()}
-    timings = timing.interleaved(runs, opts.repeat, opts.target)
+    clock = time.process_time if opts.clock == "cpu" else time.perf_counter
+    timings = timing.interleaved(runs, opts.repeat, opts.target, clock)
     base = timings.get("handwritten", {}).get("median_s")
     for name, entry in timings.items():
         entry["ratio"] = entry["median_s"] / base if base else None
@@ -294,7 +302,14 @@ NOTES = [
         "the process CPU affinity limited to that many cores (XLA's CPU runtime "
         "ignores its thread flags)."
     ),
-    "`NumPy fwd only` is the loss alone, the floor any gradient method pays.",
+    (
+        "`NumPy fwd only` is the loss alone, the floor any gradient method pays; the "
+        "gradient-to-primal cost ratio divides each column's value-and-gradient "
+        "time by it (AD papers report about 3-5x). The primal is the benchmark's "
+        "NumPy source as written, so a hand-written gradient that calls `math` on "
+        "floats (sincos, loop) can cost less than it."
+    ),
+    ("Geomean rows: geometric mean over the problems where both columns ran."),
     (
         "Memory: on the VM these numbers were taken on, a first touch of a fresh page "
         "costs ~4 us, and glibc returns freed blocks of 128 KB and more to the kernel, "
@@ -341,6 +356,7 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
         "threads": opts.threads,
         "repeat": opts.repeat,
         "target_s": opts.target,
+        "clock": opts.clock,
         "malloc": "keep freed memory" if opts.malloc_keep else "glibc default",
         "python": platform.python_version(),
         "versions": list(

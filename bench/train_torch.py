@@ -40,6 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--data", help="npz with x_train, y_train, x_test, y_test")
     p.add_argument("--embedding", help="npy table for the CNN embedding")
     p.add_argument("--limit", type=int, help="use only this many training examples")
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="the examples' small generated data (examples/... --synthetic)",
+    )
     p.add_argument("--mem-batches", type=int, help="profile only this many batches")
     p.add_argument("--no-mem", action="store_true", help="skip the memory epoch")
     p.add_argument("--json", help="also write the results here")
@@ -55,7 +60,9 @@ def load_data(opts: argparse.Namespace) -> dict:
     """Arrays x_train, y_train, x_test, y_test (+ embedding for the CNN)."""
     import numpy as np
 
-    if opts.data:
+    if getattr(opts, "synthetic", False):
+        data = synthetic_data(opts.model, opts.seed)
+    elif opts.data:
         with np.load(opts.data) as f:
             data = {k: f[k] for k in f.files}
     elif opts.model == "rnn":
@@ -76,6 +83,21 @@ def load_data(opts: argparse.Namespace) -> dict:
             data["y_train"][: opts.limit],
         )
     return data
+
+
+def synthetic_data(model: str, seed: int, maxlen: int = 130) -> dict:
+    """The generated data of the examples' ``--synthetic`` option (same seed,
+    same arrays), so s2sad, PyTorch and JAX can be compared without downloads."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    keys = ("x_train", "y_train", "x_test", "y_test")
+    if model == "rnn":
+        import _common
+
+        return dict(zip(keys, _common.synthetic_digits(seed)))
+    import cnn_imdb
+
+    arrays, table = cnn_imdb.synthetic_reviews(seed, maxlen)
+    return {**dict(zip(keys, arrays)), "embedding": table}
 
 
 def _embedding(opts: argparse.Namespace, data: dict):
@@ -194,13 +216,21 @@ def run(opts: argparse.Namespace) -> dict:
     rng = np.random.default_rng(opts.seed)
     epochs = []
     for epoch in range(opts.epochs):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         loss = train_epoch(
             model, opt, tensors["x_train"], tensors["y_train"], batch, rng
         )
         seconds = time.perf_counter() - t0
+        cpu_seconds = time.process_time() - cpu0
         acc = accuracy(model, tensors["x_test"], tensors["y_test"])
-        epochs.append({"seconds": seconds, "train_loss": loss, "test_accuracy": acc})
+        epochs.append(
+            {
+                "seconds": seconds,
+                "cpu_seconds": cpu_seconds,
+                "train_loss": loss,
+                "test_accuracy": acc,
+            }
+        )
         print(
             f"epoch {epoch + 1}: {seconds:.2f} s, loss {loss:.4f}, test acc {acc:.4f}",
             flush=True,

@@ -3,7 +3,7 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
-              -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
+              -> shifts -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
               -> connect -> guards -> emit                        (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
               -> forward -> cleanup -> assemble                   (per function)
@@ -33,7 +33,7 @@ from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
-from s2sad.transforms.front import parse, prepare
+from s2sad.transforms.front import parse, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
 
@@ -53,6 +53,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("activity", reverse.activity, (REVERSE,)),
     ("activity", forward.activity, (FORWARD,)),
     ("aliasing", reverse.aliasing, (REVERSE,)),
+    ("shifts", shifts.run, (REVERSE,)),
     ("reverse", reverse.differentiate, (REVERSE,)),
     ("forward", forward.differentiate, (FORWARD,)),
     ("cleanup", reverse.cleanup, (REVERSE,)),
