@@ -41,6 +41,7 @@ from s2sad.errors import (
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
+from s2sad.runtime.scalar import uses_math, with_numpy_math
 from s2sad.runtime.workspace import shape_key
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
@@ -200,17 +201,10 @@ class GradientFunction(CompiledModule):
         seed = [(1.0, None)] if self.has_aux else []
         try:
             value, grads = self._run(values, out, seed)
-        except FLOAT_ERRORS as exc:
-            fn = self._module(values)[0]
-            value, grads = self._with_numpy_floats(fn, values, exc, seed)
         except S2SADError:
             raise  # compile errors say what is wrong; the function must not run again
         except Exception as exc:
-            _explain_output(self, args, kwargs, exc)
-            from s2sad import locate  # say where in the user's source
-
-            locate.add_note(exc, self.fun)
-            raise
+            value, grads = self._failed(exc, values, seed, args, kwargs)
         if self.has_aux:
             value, aux = value
         _check_scalar(self, value)
@@ -241,14 +235,38 @@ class GradientFunction(CompiledModule):
                 self._compiled.pop(type_signature(values), None)
         raise AssertionError("unreachable")
 
+    def _failed(
+        self, exc: Exception, values: list, seed: list, args: tuple, kwargs: dict
+    ) -> tuple:
+        """The emitted function raised ``exc``: NumPy's answer where Python float
+        arithmetic or ``math`` raised and NumPy does not; else ``exc``, said better."""
+        if isinstance(exc, FLOAT_ERRORS):
+            fn = self._module(values)[0]
+            return self._with_numpy_floats(fn, values, exc, seed)
+        if isinstance(exc, ValueError):  # math.log(0.0): a domain error
+            fn = self._module(values)[0]
+            try:
+                if uses_math(fn):
+                    return self._with_numpy_floats(fn, values, exc, seed)
+            except ValueError as again:
+                if again is not exc:  # not the user's own error: NumPy's rerun failed
+                    raise
+        _explain_output(self, args, kwargs, exc)
+        from s2sad import locate  # say where in the user's source
+
+        locate.add_note(exc, self.fun)
+        raise exc
+
     def _with_numpy_floats(
         self, fn: Callable, values: list, exc: Exception, seed: list
     ) -> tuple:
         """Python float arithmetic raised in derivative code (``g / x`` at ``x =
-        0.0``): run again on ``np.float64`` arguments, for NumPy's inf, nan and
-        warnings, as the user's function gets them; float gradients stay floats."""
+        0.0``), or a ``math`` function did (``math.log(0.0)``): run again on
+        ``np.float64`` arguments, with NumPy's functions for ``math``'s, for
+        NumPy's inf, nan and warnings, as the user's function gets them; float
+        gradients stay floats."""
         value = primal_or_raise(self.fun, values, exc)
-        _, grads = fn(*numpy_floats(values), *seed)
+        _, grads = with_numpy_math(fn)(*numpy_floats(values), *seed)
         return value, tuple(
             python_floats(g, values[i]) for g, i in zip(grads, self._argnums)
         )

@@ -215,8 +215,9 @@ def python_floats(result: Any, like: Any) -> Any:
 
 
 def primal_or_raise(fun: Callable, values: list, exc: BaseException) -> Any:
-    """``fun(*values)``, when ``exc`` (one of :data:`FLOAT_ERRORS`, raised by an
-    emitted function) came from derivative code only; else ``exc`` again.
+    """``fun(*values)``, when ``exc`` (one of :data:`FLOAT_ERRORS`, or a ``math``
+    domain error, raised by an emitted function) came from derivative code or
+    from ``math`` standing in for NumPy only; else ``exc`` again.
 
     When the user's own function raises on these floats too (``1.0 / x`` at
     ``0.0``), Python's semantics hold and the error is the user's.
@@ -225,5 +226,5 @@ def primal_or_raise(fun: Callable, values: list, exc: BaseException) -> Any:
         raise exc
     try:
         return fun(*values)
-    except FLOAT_ERRORS:
+    except (*FLOAT_ERRORS, type(exc)):
         raise exc from None
