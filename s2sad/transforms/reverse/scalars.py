@@ -34,15 +34,71 @@ from s2sad.transforms.lattice import NONE, SET, join
 NUMBER_TYPES = (float, int, bool)
 
 #: NumPy ufuncs and math functions of numbers whose result is a number
-_NUMPY = (
-    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh exp "
-    "exp2 expm1 log log2 log10 log1p sqrt cbrt square abs absolute fabs negative "
-    "positive reciprocal sign maximum minimum fmax fmin arctan2 hypot floor ceil"
-).split()
-_MATH = (
-    "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp expm1 log "
-    "log2 log10 log1p sqrt fabs atan2 hypot floor ceil"
-).split()
+_NUMPY = [
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "cbrt",
+    "square",
+    "abs",
+    "absolute",
+    "fabs",
+    "negative",
+    "positive",
+    "reciprocal",
+    "sign",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "arctan2",
+    "hypot",
+    "floor",
+    "ceil",
+]
+_MATH = [
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "fabs",
+    "atan2",
+    "hypot",
+    "floor",
+    "ceil",
+]
 NUMBER_FUNCTIONS: frozenset = frozenset(
     [getattr(np, n) for n in _NUMPY]
     + [getattr(math, n) for n in _MATH]
