@@ -97,12 +97,17 @@ class GradientFunction(CompiledModule):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
         self.argnums = normalize_argnums(argnums)
+        #: one gradient, not a tuple of them
+        self._single = not isinstance(self.argnums, tuple)
         self.with_value = with_value
         #: f returns ``(value, aux)``: value is differentiated, aux handed back as is
         self.has_aux = bool(has_aux)
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
+        #: calls of plain Python numbers: the argument types -> the emitted function
+        #: (``__call__``'s fast path: no binding, checking or signature work)
+        self._fast: dict[tuple, Callable] = {}
         self._lock = threading.Lock()
         self._last = None
         # updated=(): copying fun.__dict__ would overwrite this object's own state
@@ -184,6 +189,20 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
+        if self._fast and not kwargs and out is None:  # see _remember_fast
+            fast = self._fast.get(
+                type(args[0]) if len(args) == 1 else tuple(map(type, args))
+            )
+            if fast is not None:
+                try:
+                    value, grads = fast(*args)
+                except Exception as exc:
+                    return self._fast_failed(exc, args)
+                if type(value) is not float:
+                    _check_scalar(self, value)
+                if self._single:
+                    grads = grads[0]
+                return (value, grads) if self.with_value else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -208,6 +227,8 @@ class GradientFunction(CompiledModule):
         if self.has_aux:
             value, aux = value
         _check_scalar(self, value)
+        if out is None and not kwargs and not self.has_aux:
+            self._remember_fast(args)
         if out is not None:
             grads = _write_into(
                 out, grads if isinstance(self.argnums, tuple) else grads[0]
@@ -216,6 +237,33 @@ class GradientFunction(CompiledModule):
             grads = grads[0]
         if self.has_aux:
             return ((value, aux), grads) if self.with_value else (grads, aux)
+        return (value, grads) if self.with_value else grads
+
+    def _remember_fast(self, args: tuple) -> None:
+        """After a call of plain Python numbers that went well, let the next calls
+        of the same argument types go straight to the emitted function (it checks
+        the globals it was compiled for itself, first thing)."""
+        types = tuple(map(type, args))
+        if (
+            self._last is not None
+            and self._last[3] is None  # no workspace
+            and args
+            and len(args) == len(self._call.names)
+            and all(t is float or t is int or t is bool for t in types)
+        ):
+            self._fast[types[0] if len(types) == 1 else types] = self._last[0]
+
+    def _fast_failed(self, exc: Exception, args: tuple):
+        """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
+        if isinstance(exc, GlobalsChangedError):
+            self._fast.clear()  # compiled again, the slow way (nothing ran yet)
+            return self(*args)
+        if isinstance(exc, S2SADError):
+            raise exc
+        value, grads = self._failed(exc, list(args), [], args, {})
+        _check_scalar(self, value)
+        if self._single:
+            grads = grads[0]
         return (value, grads) if self.with_value else grads
 
     def _run(self, values: list, out: Any, seed: list) -> tuple:

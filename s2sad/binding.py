@@ -81,6 +81,7 @@ def type_signature(values: list[Any]) -> str:
 
     Unusual argument types (their methods are inlined), which arguments are
     ints/bools/strings (sizes and flags the workspace pass treats as fixed),
+    which are Python floats (``-``) and which NumPy scalars or None (their type),
     and whether any argument holds arrays: ``;scalar`` when none does (scalar
     code), ``;small`` when buffers are not worthwhile for these shapes.
     """
@@ -93,8 +94,12 @@ def type_signature(values: list[Any]) -> str:
             parts.append("-")
         elif t is int or t is bool or t is str:
             parts.append("i")
-        elif isinstance(v, (np.generic, float, int, type(None))):
+        elif t is float:
             parts.append("-")
+        elif isinstance(v, (np.generic, float, int, type(None))):
+            # not a Python number: scalar code treats those as numbers
+            # (transforms/reverse/scalars.py), so these need a module of their own
+            parts.append(t.__name__)
         else:
             parts.append(_type_name(v))
     if not arrays:

@@ -133,7 +133,8 @@ def _top_level(job, module) -> ast.FunctionDef:
     rebound = stores(ast.Module(body=job.fwd + job.bwd, type_ignores=[]))
     held = {p: fc.namer.fresh(f"{p}_arg") for p in job.wrt if p in rebound}
     finals = [
-        call(module.helper("finalize"), g, name(held.get(p, p)))
+        scalars.as_float(job, rv, g, p)
+        or call(module.helper("finalize"), g, name(held.get(p, p)))
         for g, p in zip(grads, job.wrt)
     ]
     keep = []

@@ -143,6 +143,22 @@ def zero_started(job: Any, rv: Any) -> list[ast.stmt]:
     return out
 
 
+def as_float(job: Any, rv: Any, g: ast.expr, p: str) -> ast.expr | None:
+    """``float(g_x)`` for the gradient of a Python float parameter whose
+    cotangent is set (what ``finalize`` would do, without calling it); None where
+    ``finalize`` is needed."""
+    if not (
+        rv.numbers
+        and p in rv.numbers
+        and type(job.parsed.example_args.get(p)) is float
+        and isinstance(g, ast.Name)
+        and rv.state.get(g.id, NONE) == SET
+        and "float" not in _stored(job.node)
+    ):
+        return None
+    return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[g], keywords=[])
+
+
 def loop_body(rv: Any, touched: list[str], body_bwd: Any) -> list[ast.stmt]:
     """The backward body of a loop, generated for the cotangent states its head
     really has: the states before the loop, joined with those after the body, to
