@@ -167,7 +167,7 @@ def test_mixed_int_and_float_arguments():
 
 def test_returned_and_unused_arguments():
     assert s2sad.value_and_grad(returns_argument)(2.5) == (2.5, 1.0)
-    value, (gx, gy) = s2sad.value_and_grad(unused_argument, argnums=(0, 1))(1.0, 0.5)
+    _, (gx, gy) = s2sad.value_and_grad(unused_argument, argnums=(0, 1))(1.0, 0.5)
     assert (gx, gy) == (0.0, math.cos(0.5)) and type(gx) is float
 
 
@@ -218,8 +218,8 @@ def test_numpy_scalars_get_code_of_their_own():
     assert binding.type_signature([0.5]) != binding.type_signature([None])
     assert binding.type_signature([np.float32(0.5)]).endswith(";scalar")
     vg = s2sad.value_and_grad(sincos)
-    v1, g1 = vg(0.7)
-    v2, g2 = vg(np.float32(0.7))
+    _, g1 = vg(0.7)
+    _, g2 = vg(np.float32(0.7))
     assert type(g1) is float and g2.dtype == np.float32
     assert g2 == pytest.approx(g1, rel=1e-5)
 
@@ -392,7 +392,7 @@ def test_fast_path_sees_a_rebound_global():
     assert g._fast
     old = _helper
     try:
-        _helper = lambda_cos  # noqa: F811
+        _helper = lambda_cos
         want = math.cos(0.5) - 0.5 * math.sin(0.5)
         assert g(0.5) == pytest.approx(want)
         assert g(0.5) == pytest.approx(want)
