@@ -26,21 +26,21 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    normalize_argnums,
     numpy_floats,
     primal_or_raise,
     python_floats,
-    normalize_argnums,
     type_signature,
 )
 from s2sad.errors import (
     GlobalsChangedError,
-    NonScalarOutputError,
     S2SADError,
     full_tracebacks,
 )
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
+from s2sad.outputs import check_scalar, explain_output, unshare, write_into
 from s2sad.runtime.scalar import uses_math, with_numpy_math
 from s2sad.runtime.workspace import shape_key
 
@@ -199,7 +199,7 @@ class GradientFunction(CompiledModule):
                 except Exception as exc:
                     return self._fast_failed(exc, args)
                 if type(value) is not float:
-                    _check_scalar(self, value)
+                    check_scalar(self, value)
                 if self._single:
                     grads = grads[0]
                 return (value, grads) if self.with_value else grads
@@ -226,11 +226,11 @@ class GradientFunction(CompiledModule):
             value, grads = self._failed(exc, values, seed, args, kwargs)
         if self.has_aux:
             value, aux = value
-        _check_scalar(self, value)
+        check_scalar(self, value)
         if out is None and not kwargs and not self.has_aux:
             self._remember_fast(args)
         if out is not None:
-            grads = _write_into(
+            grads = write_into(
                 out, grads if isinstance(self.argnums, tuple) else grads[0]
             )
         elif not isinstance(self.argnums, tuple):
@@ -261,7 +261,7 @@ class GradientFunction(CompiledModule):
         if isinstance(exc, S2SADError):
             raise exc
         value, grads = self._failed(exc, list(args), [], args, {})
-        _check_scalar(self, value)
+        check_scalar(self, value)
         if self._single:
             grads = grads[0]
         return (value, grads) if self.with_value else grads
@@ -299,7 +299,7 @@ class GradientFunction(CompiledModule):
             except ValueError as again:
                 if again is not exc:  # not the user's own error: NumPy's rerun failed
                     raise
-        _explain_output(self, args, kwargs, exc)
+        explain_output(self, args, kwargs, exc)
         from s2sad import locate  # say where in the user's source
 
         locate.add_note(exc, self.fun)
@@ -336,94 +336,8 @@ class GradientFunction(CompiledModule):
             shape_key(values), list(values) + list(seed), results
         )
         if ws is not None:
-            value = _unshare(value, ws)
+            value = unshare(value, ws)
         return value, grads
-
-
-def _unshare(value: Any, ws: Any) -> Any:
-    """``value`` with every workspace buffer in it (aux included) copied."""
-    if isinstance(value, tuple):
-        return tuple(_unshare(v, ws) for v in value)
-    if isinstance(value, list):
-        return [_unshare(v, ws) for v in value]
-    if isinstance(value, dict):
-        return {k: _unshare(v, ws) for k, v in value.items()}
-    return value.copy() if ws.owns(value) else value
-
-
-def _name(gf: GradientFunction) -> str:
-    return getattr(gf.fun, "__qualname__", None) or repr(gf.fun)
-
-
-def _check_scalar(gf: GradientFunction, value: Any) -> None:
-    """Refuse a differentiated output that is not a scalar, saying what to do."""
-    if isinstance(value, (tuple, list, dict)):
-        raise NonScalarOutputError(_container_message(gf, value))
-    if not (type(value) is float or np.size(value) == 1):
-        raise NonScalarOutputError(
-            f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "
-            "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
-            "output separately."
-        )
-
-
-def _container_message(gf: GradientFunction, value: Any) -> str:
-    what = f"a {type(value).__name__} of {len(value)} values"
-    if gf.has_aux:
-        return (
-            f"{_name(gf)} returned {what} as its differentiated value; with "
-            "has_aux=True it must return a pair (value, aux) whose value is a scalar"
-        )
-    return (
-        f"{_name(gf)} returned {what}; grad needs a scalar output. If the other "
-        "values are auxiliary data (metrics, states), return (loss, aux) and pass "
-        "has_aux=True: grad(f, has_aux=True) gives (gradient, aux), "
-        "value_and_grad(f, has_aux=True) gives ((loss, aux), gradient)."
-    )
-
-
-def _explain_output(gf: GradientFunction, args: tuple, kwargs: dict, exc: Exception):
-    """The emitted function failed: when the cause is the output's structure (a
-    tuple without has_aux, no pair with it), raise a clear error instead.  Runs
-    the user's function once more, on the failure path only."""
-    try:
-        result = gf.fun(*args, **kwargs)
-    except Exception:
-        return  # the function itself fails: the original error says more
-    if gf.has_aux:
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            shape = (
-                f"a {type(result).__name__} of {len(result)} values"
-                if isinstance(result, (tuple, list, dict))
-                else f"a {type(result).__name__}"
-            )
-            raise NonScalarOutputError(
-                f"has_aux=True: {_name(gf)} must return a pair (value, aux), but it "
-                f"returned {shape}"
-            ) from exc
-        if isinstance(result[0], (tuple, list, dict)):
-            raise NonScalarOutputError(_container_message(gf, result[0])) from exc
-    elif isinstance(result, (tuple, list, dict)):
-        raise NonScalarOutputError(_container_message(gf, result)) from exc
-
-
-def _write_into(out: Any, grads: Any) -> Any:
-    """Copy gradients into the caller's arrays (same structure); return ``out``."""
-    if isinstance(out, dict):
-        for k in out:
-            out[k] = _write_into(out[k], grads[k])
-        return out
-    if isinstance(out, list):
-        for i in range(len(out)):
-            out[i] = _write_into(out[i], grads[i])
-        return out
-    if isinstance(out, tuple):
-        return tuple(_write_into(o, g) for o, g in zip(out, grads))
-    if isinstance(out, np.ndarray):
-        if grads is not out:  # the emitted code may have written it already
-            np.copyto(out, grads)
-        return out
-    raise TypeError("out= must hold NumPy arrays where the gradients are arrays")
 
 
 # ---------------------------------------------------------------- derivatives of derivatives
