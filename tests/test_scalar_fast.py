@@ -414,3 +414,54 @@ def test_fast_path_keeps_the_checks_and_result_forms():
     vg = s2sad.value_and_grad(sincos)
     assert vg(0.7) == vg(0.7) == vg(x=0.7)
     assert s2sad.grad(sincos)(0.7) == vg(0.7)[1]
+
+
+# ---------------------------------------------------------------- control flow
+
+
+def early_exit(x, y):
+    s = x
+    for i in range(6):
+        if s > 3.0:
+            return s * y
+        s = s * 1.7 + np.sin(y)
+    return s - y
+
+
+def break_continue(x, y):
+    s = 0.0
+    k = 0
+    while True:
+        k += 1
+        if k % 3 == 0:
+            continue
+        s = s + np.cos(s * x) * y
+        if k > 7:
+            break
+    return s
+
+
+def conditional_accumulation(x, y):
+    t = x
+    for i in range(5):
+        if i > 2:
+            t = t + y * np.exp(-t)
+    return t * x
+
+
+def reassigned_parameter(x, y):
+    for i in range(3):
+        x = np.sin(x) * y + x
+    return x * y
+
+
+@pytest.mark.parametrize("x", [0.4, 1.1, 2.9])
+def test_early_return_break_and_continue(x):
+    check(early_exit, x, 0.6, argnums=(0, 1))
+    check(break_continue, x, 0.6, argnums=(0, 1))
+
+
+def test_contributions_on_some_iterations_and_reassigned_parameters():
+    check(conditional_accumulation, 0.4, 0.7, argnums=(0, 1))
+    check(reassigned_parameter, 0.4, 0.7, argnums=(0, 1))
+    check(reassigned_parameter, 0.4, 0.7, argnums=1)
