@@ -26,21 +26,22 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    normalize_argnums,
     numpy_floats,
     primal_or_raise,
     python_floats,
-    normalize_argnums,
     type_signature,
 )
 from s2sad.errors import (
     GlobalsChangedError,
-    NonScalarOutputError,
     S2SADError,
     full_tracebacks,
 )
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
+from s2sad.outputs import check_scalar, explain_output, unshare, write_into
+from s2sad.runtime.scalar import uses_math, with_numpy_math
 from s2sad.runtime.workspace import shape_key
 
 # The compiler (pipeline, cache -> gast, black) is imported on first compile only,
@@ -100,12 +101,17 @@ class GradientFunction(CompiledModule):
             raise TypeError(f"grad() needs a function, got {type(fun).__name__}")
         self.fun = fun
         self.argnums = normalize_argnums(argnums)
+        #: one gradient, not a tuple of them
+        self._single = not isinstance(self.argnums, tuple)
         self.with_value = with_value
         #: f returns ``(value, aux)``: value is differentiated, aux handed back as is
         self.has_aux = bool(has_aux)
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
+        #: calls of plain Python numbers: the argument types -> the emitted function
+        #: (``__call__``'s fast path: no binding, checking or signature work)
+        self._fast: dict[tuple, Callable] = {}
         self._lock = threading.Lock()
         self._last = None
         # updated=(): copying fun.__dict__ would overwrite this object's own state
@@ -187,6 +193,20 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
+        if self._fast and not kwargs and out is None:  # see _remember_fast
+            fast = self._fast.get(
+                type(args[0]) if len(args) == 1 else tuple(map(type, args))
+            )
+            if fast is not None:
+                try:
+                    value, grads = fast(*args)
+                except Exception as exc:
+                    return self._fast_failed(exc, args)
+                if type(value) is not float:
+                    check_scalar(self, value)
+                if self._single:
+                    grads = grads[0]
+                return (value, grads) if self.with_value else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -204,28 +224,50 @@ class GradientFunction(CompiledModule):
         seed = [(1.0, None)] if self.has_aux else []
         try:
             value, grads = self._run(values, out, seed)
-        except FLOAT_ERRORS as exc:
-            fn = self._module(values)[0]
-            value, grads = self._with_numpy_floats(fn, values, exc, seed)
         except S2SADError:
             raise  # compile errors say what is wrong; the function must not run again
         except Exception as exc:
-            _explain_output(self, args, kwargs, exc)
-            from s2sad import locate  # say where in the user's source
-
-            locate.add_note(exc, self.fun)
-            raise
+            value, grads = self._failed(exc, values, seed, args, kwargs)
         if self.has_aux:
             value, aux = value
-        _check_scalar(self, value)
+        check_scalar(self, value)
+        if out is None and not kwargs and not self.has_aux:
+            self._remember_fast(args)
         if out is not None:
-            grads = _write_into(
+            grads = write_into(
                 out, grads if isinstance(self.argnums, tuple) else grads[0]
             )
         elif not isinstance(self.argnums, tuple):
             grads = grads[0]
         if self.has_aux:
             return ((value, aux), grads) if self.with_value else (grads, aux)
+        return (value, grads) if self.with_value else grads
+
+    def _remember_fast(self, args: tuple) -> None:
+        """After a call of plain Python numbers that went well, let the next calls
+        of the same argument types go straight to the emitted function (it checks
+        the globals it was compiled for itself, first thing)."""
+        types = tuple(map(type, args))
+        if (
+            self._last is not None
+            and self._last[3] is None  # no workspace
+            and args
+            and len(args) == len(self._call.names)
+            and all(t is float or t is int or t is bool for t in types)
+        ):
+            self._fast[types[0] if len(types) == 1 else types] = self._last[0]
+
+    def _fast_failed(self, exc: Exception, args: tuple):
+        """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
+        if isinstance(exc, GlobalsChangedError):
+            self._fast.clear()  # compiled again, the slow way (nothing ran yet)
+            return self(*args)
+        if isinstance(exc, S2SADError):
+            raise exc
+        value, grads = self._failed(exc, list(args), [], args, {})
+        check_scalar(self, value)
+        if self._single:
+            grads = grads[0]
         return (value, grads) if self.with_value else grads
 
     def _run(self, values: list, out: Any, seed: list) -> tuple:
@@ -245,14 +287,38 @@ class GradientFunction(CompiledModule):
                 self._compiled.pop(type_signature(values), None)
         raise AssertionError("unreachable")
 
+    def _failed(
+        self, exc: Exception, values: list, seed: list, args: tuple, kwargs: dict
+    ) -> tuple:
+        """The emitted function raised ``exc``: NumPy's answer where Python float
+        arithmetic or ``math`` raised and NumPy does not; else ``exc``, said better."""
+        if isinstance(exc, FLOAT_ERRORS):
+            fn = self._module(values)[0]
+            return self._with_numpy_floats(fn, values, exc, seed)
+        if isinstance(exc, ValueError):  # math.log(0.0): a domain error
+            fn = self._module(values)[0]
+            try:
+                if uses_math(fn):
+                    return self._with_numpy_floats(fn, values, exc, seed)
+            except ValueError as again:
+                if again is not exc:  # not the user's own error: NumPy's rerun failed
+                    raise
+        explain_output(self, args, kwargs, exc)
+        from s2sad import locate  # say where in the user's source
+
+        locate.add_note(exc, self.fun)
+        raise exc
+
     def _with_numpy_floats(
         self, fn: Callable, values: list, exc: Exception, seed: list
     ) -> tuple:
         """Python float arithmetic raised in derivative code (``g / x`` at ``x =
-        0.0``): run again on ``np.float64`` arguments, for NumPy's inf, nan and
-        warnings, as the user's function gets them; float gradients stay floats."""
+        0.0``), or a ``math`` function did (``math.log(0.0)``): run again on
+        ``np.float64`` arguments, with NumPy's functions for ``math``'s, for
+        NumPy's inf, nan and warnings, as the user's function gets them; float
+        gradients stay floats."""
         value = primal_or_raise(self.fun, values, exc)
-        _, grads = fn(*numpy_floats(values), *seed)
+        _, grads = with_numpy_math(fn)(*numpy_floats(values), *seed)
         return value, tuple(
             python_floats(g, values[i]) for g, i in zip(grads, self._argnums)
         )
@@ -274,94 +340,8 @@ class GradientFunction(CompiledModule):
             shape_key(values), list(values) + list(seed), results
         )
         if ws is not None:
-            value = _unshare(value, ws)
+            value = unshare(value, ws)
         return value, grads
-
-
-def _unshare(value: Any, ws: Any) -> Any:
-    """``value`` with every workspace buffer in it (aux included) copied."""
-    if isinstance(value, tuple):
-        return tuple(_unshare(v, ws) for v in value)
-    if isinstance(value, list):
-        return [_unshare(v, ws) for v in value]
-    if isinstance(value, dict):
-        return {k: _unshare(v, ws) for k, v in value.items()}
-    return value.copy() if ws.owns(value) else value
-
-
-def _name(gf: GradientFunction) -> str:
-    return getattr(gf.fun, "__qualname__", None) or repr(gf.fun)
-
-
-def _check_scalar(gf: GradientFunction, value: Any) -> None:
-    """Refuse a differentiated output that is not a scalar, saying what to do."""
-    if isinstance(value, (tuple, list, dict)):
-        raise NonScalarOutputError(_container_message(gf, value))
-    if not (type(value) is float or np.size(value) == 1):
-        raise NonScalarOutputError(
-            f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "
-            "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "
-            "output separately."
-        )
-
-
-def _container_message(gf: GradientFunction, value: Any) -> str:
-    what = f"a {type(value).__name__} of {len(value)} values"
-    if gf.has_aux:
-        return (
-            f"{_name(gf)} returned {what} as its differentiated value; with "
-            "has_aux=True it must return a pair (value, aux) whose value is a scalar"
-        )
-    return (
-        f"{_name(gf)} returned {what}; grad needs a scalar output. If the other "
-        "values are auxiliary data (metrics, states), return (loss, aux) and pass "
-        "has_aux=True: grad(f, has_aux=True) gives (gradient, aux), "
-        "value_and_grad(f, has_aux=True) gives ((loss, aux), gradient)."
-    )
-
-
-def _explain_output(gf: GradientFunction, args: tuple, kwargs: dict, exc: Exception):
-    """The emitted function failed: when the cause is the output's structure (a
-    tuple without has_aux, no pair with it), raise a clear error instead.  Runs
-    the user's function once more, on the failure path only."""
-    try:
-        result = gf.fun(*args, **kwargs)
-    except Exception:
-        return  # the function itself fails: the original error says more
-    if gf.has_aux:
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            shape = (
-                f"a {type(result).__name__} of {len(result)} values"
-                if isinstance(result, (tuple, list, dict))
-                else f"a {type(result).__name__}"
-            )
-            raise NonScalarOutputError(
-                f"has_aux=True: {_name(gf)} must return a pair (value, aux), but it "
-                f"returned {shape}"
-            ) from exc
-        if isinstance(result[0], (tuple, list, dict)):
-            raise NonScalarOutputError(_container_message(gf, result[0])) from exc
-    elif isinstance(result, (tuple, list, dict)):
-        raise NonScalarOutputError(_container_message(gf, result)) from exc
-
-
-def _write_into(out: Any, grads: Any) -> Any:
-    """Copy gradients into the caller's arrays (same structure); return ``out``."""
-    if isinstance(out, dict):
-        for k in out:
-            out[k] = _write_into(out[k], grads[k])
-        return out
-    if isinstance(out, list):
-        for i in range(len(out)):
-            out[i] = _write_into(out[i], grads[i])
-        return out
-    if isinstance(out, tuple):
-        return tuple(_write_into(o, g) for o, g in zip(out, grads))
-    if isinstance(out, np.ndarray):
-        if grads is not out:  # the emitted code may have written it already
-            np.copyto(out, grads)
-        return out
-    raise TypeError("out= must hold NumPy arrays where the gradients are arrays")
 
 
 # ---------------------------------------------------------------- derivatives of derivatives

@@ -81,6 +81,7 @@ def type_signature(values: list[Any]) -> str:
 
     Unusual argument types (their methods are inlined), which arguments are
     ints/bools/strings (sizes and flags the workspace pass treats as fixed),
+    which are Python floats (``-``) and which NumPy scalars or None (their type),
     and whether any argument holds arrays: ``;scalar`` when none does (scalar
     code), ``;small`` when buffers are not worthwhile for these shapes.
     """
@@ -93,8 +94,12 @@ def type_signature(values: list[Any]) -> str:
             parts.append("-")
         elif t is int or t is bool or t is str:
             parts.append("i")
-        elif isinstance(v, (np.generic, float, int, type(None))):
+        elif t is float:
             parts.append("-")
+        elif isinstance(v, (np.generic, float, int, type(None))):
+            # not a Python number: scalar code treats those as numbers
+            # (transforms/reverse/scalars.py), so these need a module of their own
+            parts.append(t.__name__)
         else:
             parts.append(_type_name(v))
     if not arrays:
@@ -215,8 +220,9 @@ def python_floats(result: Any, like: Any) -> Any:
 
 
 def primal_or_raise(fun: Callable, values: list, exc: BaseException) -> Any:
-    """``fun(*values)``, when ``exc`` (one of :data:`FLOAT_ERRORS`, raised by an
-    emitted function) came from derivative code only; else ``exc`` again.
+    """``fun(*values)``, when ``exc`` (one of :data:`FLOAT_ERRORS`, or a ``math``
+    domain error, raised by an emitted function) came from derivative code or
+    from ``math`` standing in for NumPy only; else ``exc`` again.
 
     When the user's own function raises on these floats too (``1.0 / x`` at
     ``0.0``), Python's semantics hold and the error is the user's.
@@ -225,7 +231,7 @@ def primal_or_raise(fun: Callable, values: list, exc: BaseException) -> Any:
         raise exc
     try:
         return fun(*values)
-    except FLOAT_ERRORS:
+    except (*FLOAT_ERRORS, type(exc)):
         raise exc from None
 
 

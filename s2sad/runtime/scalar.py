@@ -11,7 +11,9 @@ warnings stay NumPy's.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+import types
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -58,3 +60,39 @@ def _make(np_name: str, math_name: str) -> Callable[[Any], Any]:
 
 for _np_name, _math_name in MATH_NAMES.items():
     globals()[_np_name] = _make(_np_name, _math_name)
+
+
+class _NumpyMath:
+    """``math`` with NumPy's ufuncs in place of the functions of :data:`MATH_NAMES`
+    (NumPy's inf, nan and warnings where ``math`` raises); anything else is
+    ``math``'s own (``math.pi``)."""
+
+    def __init__(self) -> None:
+        for np_name, math_name in MATH_NAMES.items():
+            setattr(self, math_name, getattr(np, np_name))
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(math, attr)
+
+
+NUMPY_MATH = _NumpyMath()
+
+
+def with_numpy_math(fn: Callable) -> Callable:
+    """``fn`` (an emitted function) reading :data:`NUMPY_MATH` wherever its module
+    binds ``math``: what ``grad`` re-runs on ``np.float64`` arguments when
+    ``math`` raised.  ``fn`` itself when its module does not use ``math``."""
+    names = [k for k, v in fn.__globals__.items() if v is math]
+    if not names:
+        return fn
+    scope = dict(fn.__globals__)
+    for k in names:
+        scope[k] = NUMPY_MATH
+    return types.FunctionType(
+        fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+
+
+def uses_math(fn: Callable) -> bool:
+    """Whether ``fn``'s module binds ``math`` (its domain errors mean: re-run)."""
+    return any(v is math for v in getattr(fn, "__globals__", {}).values())

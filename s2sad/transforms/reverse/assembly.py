@@ -32,7 +32,7 @@ from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import aliasing as aliasing_pass
 from s2sad.transforms.lattice import NONE, SET
 from s2sad.transforms.reverse import cleanup as cleanup_pass
-from s2sad.transforms.reverse import masks
+from s2sad.transforms.reverse import masks, scalars
 from s2sad.transforms.reverse.statements import FunctionReverser
 from s2sad.transforms.reverse.tape import FunctionCompiler
 
@@ -66,13 +66,16 @@ def differentiate(job, module) -> None:
     )
     rv = FunctionReverser(fc, job.act)
     rv.masked = masks.masked_names(job.node)
+    if scalars.applies(job, module):
+        rv.numbers = scalars.number_names(job.node, job.parsed.example_args)
+    starts = scalars.zero_started(job, rv)
     ret = job.node.body[-1].value
     if isinstance(ret, ast.Name) and ret.id not in job.params:
         rv.gnames[ret.id] = "g_out"  # the seed parameter is the output's cotangent
     fwd, backward = rv.forward_and_backward(job.node.body[:-1], False)
     if isinstance(ret, ast.Name) and rv.needs(ret):
         rv.state[rv.g(ret.id)] = SET
-    job.bwd = backward()
+    job.bwd = starts + backward()
     if fc.problems:
         raise UnsupportedSyntaxError(fc.problems)
     job.fwd, job.state = fwd, rv
@@ -130,7 +133,8 @@ def _top_level(job, module) -> ast.FunctionDef:
     rebound = stores(ast.Module(body=job.fwd + job.bwd, type_ignores=[]))
     held = {p: fc.namer.fresh(f"{p}_arg") for p in job.wrt if p in rebound}
     finals = [
-        call(module.helper("finalize"), g, name(held.get(p, p)))
+        scalars.as_float(job, rv, g, p)
+        or call(module.helper("finalize"), g, name(held.get(p, p)))
         for g, p in zip(grads, job.wrt)
     ]
     keep = []

@@ -22,6 +22,7 @@ import ast
 
 from s2sad.transforms.astutil import anno, assign, call, const, name
 from s2sad.transforms.lattice import MAYBE, NONE, join
+from s2sad.transforms.reverse import scalars
 
 
 def compound(rv, s: ast.stmt, in_loop: bool):
@@ -80,10 +81,14 @@ def _loop(rv, s: ast.For | ast.While, in_loop: bool):
         for g in touched:
             if rv.state.get(g, NONE) == NONE:
                 pre.append(assign(g, const(None)))
-            rv.state[g] = MAYBE
-        body = body_bwd()
-        for g in touched:
-            rv.state[g] = MAYBE
+        if rv.numbers:  # scalar code: each cotangent's state at the loop's head
+            body = scalars.loop_body(rv, touched, body_bwd)
+        else:
+            for g in touched:
+                rv.state[g] = MAYBE
+            body = body_bwd()
+            for g in touched:
+                rv.state[g] = MAYBE
         count = anno(s).get("count")
         post = [fc.restore(target, saved_target)] if saved_target else []
         if not body:

@@ -35,6 +35,10 @@ class RuleCalls:
 
     #: names whose cotangent may come from a mask (set by the reverse pass)
     masked: frozenset[str] | set[str] = frozenset()
+    #: names that hold Python numbers (scalar code only: reverse/scalars.py)
+    numbers: frozenset[str] | set[str] = frozenset()
+    #: the name the statement being reversed assigns
+    output: str | None = None
 
     def apply_rule(self, fn, x: str, args: list[ast.expr], kwargs, out, node) -> None:
         wanted = [i for i, a in enumerate(args) if self.needs(a)]
@@ -46,6 +50,7 @@ class RuleCalls:
                 self.fc.fail(node, f"no adjoint rule for {ast.unparse(node)}")
             return
         gx, ans = name(self.g(x)), name(x)
+        self.output = x
         if x in self.masked and registry.lookup_masked(fn) is not None:
             rule = registry.lookup_masked(fn)  # keeps a mask's zeros exactly zero
         elif len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
@@ -93,9 +98,18 @@ class RuleCalls:
             self._accumulate_rule(rule, args, i, e, out, is_definite)
 
     def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
-        if rule.broadcasts:
+        if rule.broadcasts and not self.same_shape(args[i]):
             e = call(self.helper("unbroadcast"), e, args[i])
         self.accumulate(args[i].id, e, out, definite=definite)
+
+    def same_shape(self, operand: ast.expr) -> bool:
+        """No broadcasting to undo: the operand and the statement's output are both
+        numbers (scalar code, s2sad/transforms/reverse/scalars.py)."""
+        return (
+            isinstance(operand, ast.Name)
+            and operand.id in self.numbers
+            and self.output in self.numbers
+        )
 
     def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
         """Accumulate argument ``i``'s cotangent from a partial rule."""
@@ -111,7 +125,7 @@ class RuleCalls:
             )
             e = ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
             anno(e)["cotangent_of"] = args[i].id  # a partial rule's only result
-        if rule.broadcasts:
+        if rule.broadcasts and not self.same_shape(args[i]):
             e = call(self.helper("unbroadcast"), e, args[i])
         self.accumulate(
             args[i].id, e, out, definite=0 in definite_positions(rule.adjoint)

@@ -73,6 +73,11 @@ class FunctionReverser(RuleCalls):
         if before == NONE:
             out.append(assign(gx, contribution))
             self.state[gx] = SET if definite else MAYBE
+        elif before == SET and definite and x in self.numbers:
+            # numbers: plain arithmetic (reverse/scalars.py)
+            out.append(
+                assign(gx, ast.BinOp(left=name(gx), op=ast.Add(), right=contribution))
+            )
         else:
             out.append(
                 assign(gx, call(self.helper("accumulate"), name(gx), contribution))
