@@ -48,7 +48,7 @@ class RuleCalls:
         gx, ans = name(self.g(x)), name(x)
         if x in self.masked and registry.lookup_masked(fn) is not None:
             rule = registry.lookup_masked(fn)  # keeps a mask's zeros exactly zero
-        elif len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
+        elif len(wanted) == 1 and len(args) > 1:
             partial = registry.lookup_partial(fn, wanted[0])
             if (
                 partial is not None
