@@ -448,11 +448,12 @@ def _refcounts_are_reliable() -> bool:
 _EXCLUSIVE_REFS = _calibrate() if _refcounts_are_reliable() else -1
 
 
-def _exclusive(a: np.ndarray) -> bool:
+def _exclusive(a: np.ndarray, extra: int = 0) -> bool:
     """True when only the caller's one variable refers to ``a`` (called from a helper
-    whose first parameter is ``a``, one level below generated code)."""
+    whose first parameter is ``a``, one level below generated code), besides
+    ``extra`` references the caller knows of (a workspace's own)."""
     return (
-        sys.getrefcount(a) - 1 <= _EXCLUSIVE_REFS
+        sys.getrefcount(a) - 1 - extra <= _EXCLUSIVE_REFS
         and a.base is None
         and a.flags.writeable
     )

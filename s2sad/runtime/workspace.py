@@ -131,6 +131,7 @@ class Workspace(_Results):
     def _new(self, spec: tuple) -> np.ndarray:
         buf = np.empty(spec[0], dtype=spec[1])
         self.ids.add(id(buf))
+        _OWNED[id(buf)] = buf
         return buf
 
     def take(self, key: str) -> np.ndarray | None:
@@ -168,6 +169,16 @@ class Workspace(_Results):
         if type(a) is not np.ndarray:
             return False
         return id(a) in self.ids or (a.base is not None and id(a.base) in self.ids)
+
+
+#: every workspace buffer alive, by id (weakly: a dropped workspace frees them)
+_OWNED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+
+
+def owned(a: np.ndarray) -> bool:
+    """Whether ``a`` is a workspace buffer: one reference to it is the workspace's
+    own (a dict entry or a ring slot), which no code outside this call reads."""
+    return _OWNED.get(id(a)) is a
 
 
 def _nbytes(spec: tuple) -> int:

@@ -74,9 +74,10 @@ class FunctionReverser(RuleCalls):
             out.append(assign(gx, contribution))
             self.state[gx] = SET if definite else MAYBE
         else:
-            out.append(
-                assign(gx, call(self.helper("accumulate"), name(gx), contribution))
+            summed = self.indexed_sum(gx, contribution) or call(
+                self.helper("accumulate"), name(gx), contribution
             )
+            out.append(assign(gx, summed))
             if before == MAYBE and definite:
                 self.state[gx] = SET
 
