@@ -172,7 +172,7 @@ class Workspace(_Results):
 
 
 #: every workspace buffer alive, by id (weakly: a dropped workspace frees them)
-_OWNED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+_OWNED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 
 def owned(a: np.ndarray) -> bool:
