@@ -28,7 +28,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
-from s2sad.runtime.support import _exclusive, add
+from s2sad.runtime.support import add, exclusive
 from s2sad.runtime.tangents import linear, tangent
 from s2sad.runtime.workspace import owned
 
@@ -142,7 +142,7 @@ def add_at_index(acc, g, x, idx, *, out=None):
         and acc.dtype == _float_dtype(x)
         and _is_basic(idx)
     ):
-        if not (_exclusive(acc) or (owned(acc) and _exclusive(acc, 1))):
+        if not (exclusive(acc) or (owned(acc) and exclusive(acc, 1))):
             if into_buffer((out,), 0, x.shape, acc.dtype) is None or out is acc:
                 out = np.empty_like(acc)
             np.copyto(out, acc)
