@@ -146,3 +146,17 @@ def test_indexed_sums_do_not_reach_returned_gradients():
         dfn(rng.normal(size=(3, 7, 4)), rng.normal(size=(3, 4, 5)))
     for g, k in zip(first, kept):
         np.testing.assert_array_equal(g, k)
+
+
+def test_shape_keys_of_tapes():
+    """The key of a tape (a list of arrays) tells every shape, dtype, mask and
+    small integer apart, as the key of a lone array does."""
+    key = workspace.shape_key
+    a32, a64 = np.zeros((2, 3), np.float32), np.zeros((2, 3))
+    tape = [a32, a32, (a64, 1.0)]
+    assert key([tape]) == key([[a32.copy(), a32.copy(), (a64.copy(), 2.0)]])
+    assert key([tape]) != key([[a32, a32.T.copy(), (a64, 1.0)]])
+    assert key([tape]) != key([[a32, a32.astype(np.float64), (a64, 1.0)]])
+    assert key([[a32, np.array([3])]]) != key([[a32, np.array([4])]])
+    assert key([[a32, np.zeros(3, bool)]]) is None  # a mask: no buffers
+    assert key([a32]) == key([np.ones((2, 3), np.float32)])

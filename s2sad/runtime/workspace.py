@@ -381,23 +381,32 @@ def shape_key(values: list) -> tuple | None:
         return None
 
 
+def _array_key(v: np.ndarray) -> tuple:
+    dtype = v.dtype
+    if dtype.kind in "biu":
+        if dtype.kind == "b":
+            raise _Mask
+        if v.size <= 1:
+            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
+            return (v.shape, dtype.char, tuple(v.reshape(-1).tolist()))
+    return (v.shape, dtype)
+
+
 def _key(v: Any) -> Any:
     t = type(v)
     if t is np.ndarray:
-        if v.dtype.kind == "b":
-            raise _Mask
-        if v.size <= 1 and v.dtype.kind in "iu":
-            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
-            return (v.shape, v.dtype.char, tuple(v.reshape(-1).tolist()))
-        return (v.shape, v.dtype.char)
+        return _array_key(v)
     if t is float or t is complex:
         return t
     if t in (int, bool, str) or v is None:
         return (t, v)
     if t is dict:
         return (dict, tuple((k, _key(x)) for k, x in v.items()))
-    if t is list or t is tuple:
-        return (t, tuple(_key(x) for x in v))
+    if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
+        return (
+            t,
+            tuple([_array_key(x) if type(x) is np.ndarray else _key(x) for x in v]),
+        )
     if isinstance(v, np.generic):
         return (t, v.item()) if v.dtype.kind in "iub" else (t,)
     if t is range:
