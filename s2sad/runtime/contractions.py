@@ -113,6 +113,47 @@ def _matmul_buffer(into: Any, i: int, x: np.ndarray, other: Any, g: Any) -> Any:
     return into_buffer(into, i, x.shape, dtype)
 
 
+def _vector_case(g: Any, x: np.ndarray, y: np.ndarray) -> bool:
+    """An operand is 1-d, and g, x and y share one float dtype (no casts)."""
+    if x.ndim != 1 and y.ndim != 1:
+        return False
+    dtype = x.dtype
+    if dtype.kind != "f" or y.dtype != dtype:
+        return False
+    if x.ndim == 1 and y.ndim == 1:
+        return np.result_type(g) == dtype
+    return type(g) is np.ndarray and g.dtype == dtype
+
+
+def _vector_x(g: Any, x: np.ndarray, y: np.ndarray, buf: Any) -> np.ndarray:
+    """x's cotangent when x or y is a vector: an outer product (``g[..., None] *
+    y``) or a matrix-vector product, never a matmul with an inner size of 1."""
+    if y.ndim == 1:
+        if x.ndim == 1:
+            return np.multiply(y, g, out=buf)
+        return np.multiply(g[..., None], y, out=buf)
+    if y.ndim == 2:  # x 1-d: (k, n) @ (n,)
+        return np.matmul(y, g, out=buf)
+    prod = np.matmul(y, g[..., None])[..., 0]  # batch + (k,), summed over the batch
+    return np.sum(prod, axis=tuple(range(prod.ndim - 1)), out=buf)
+
+
+def _vector_y(g: Any, x: np.ndarray, y: np.ndarray, buf: Any) -> np.ndarray:
+    """y's cotangent when x or y is a vector (see :func:`_vector_x`)."""
+    if x.ndim == 1:
+        if y.ndim == 1:
+            return np.multiply(x, g, out=buf)
+        return np.multiply(x[:, None], g[..., None, :], out=buf)
+    k = x.shape[-1]  # y 1-d: sum over every row of x, weighted by g
+    if x.ndim == 2:
+        return np.matmul(g, x, out=buf)
+    return np.matmul(g.reshape(-1), x.reshape(-1, k), out=buf)
+
+
+def _buf(into: Any, i: int, x: np.ndarray) -> Any:
+    return None if into is None else into_buffer(into, i, x.shape, x.dtype)
+
+
 def _no_buffers(into: Any) -> bool:
     """No ``into`` tuple, or one holding only None."""
     if into is not None:
@@ -152,6 +193,11 @@ def d_matmul(g, ans, x, y, *, into=None):
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (g @ y.T, x.T @ g)
+    if _vector_case(g, x, y):
+        return (
+            _vector_x(g, x, y, _buf(into, 0, x)),
+            _vector_y(g, x, y, _buf(into, 1, y)),
+        )
     gx, gy = _fast_into(g, x, y, into, 0), _fast_into(g, x, y, into, 1)
     if gx is not None and gy is not None:
         return (gx, gy)
@@ -164,6 +210,8 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (g @ y.T,)
+    if _vector_case(g, x, y):
+        return (_vector_x(g, x, y, _buf(into, 0, x)),)
     gx = _fast_into(g, x, y, into, 0)
     if gx is not None:
         return (gx,)
@@ -177,6 +225,8 @@ def d_matmul_rhs(g, ans, x, y, *, into=None):
     x, y = np.asarray(x), np.asarray(y)
     if _fast(g, x, y, into):
         return (x.T @ g,)
+    if _vector_case(g, x, y):
+        return (_vector_y(g, x, y, _buf(into, 0, y)),)
     gy = _fast_into(g, x, y, (None,) + tuple(into), 1) if into else None
     if gy is not None:
         return (gy,)
@@ -190,6 +240,8 @@ def d_dot(g, ans, a, b):
     if a.ndim == 0 or b.ndim == 0:
         return (like(unbroadcast(g * b, a), a), like(unbroadcast(g * a, b), b))
     if a.ndim <= 2 and b.ndim <= 2:
+        if _vector_case(g, a, b):
+            return (_vector_x(g, a, b, None), _vector_y(g, a, b, None))
         return _matmul_general(g, a, b)
     return _tensordot_grads(g, a, b, [a.ndim - 1], [max(b.ndim - 2, 0)])
 

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
-from s2sad.runtime.tangents import elementwise
+from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import elementwise, linear
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -274,16 +275,82 @@ def d_copysign(g, ans, x, y):
     return (np.where(np.signbit(x) == np.signbit(ans), g, -g) * (x != 0), None)
 
 
+def _share(g: Any, x: Any, y: Any, wins: Any, out: Any = None) -> Any:
+    """The share of ``x`` in ``maximum``/``minimum``: ``g`` where ``wins(x, y)``,
+    ``g / 2`` where ``x == y`` (in the broadcast shape).
+
+    The comparison (written as 0.0/1.0 into ``out`` when it has the result's
+    shape) and the product, plus one comparison ``x == y`` to find ties (into
+    ``out``'s memory, read as booleans): the half-shares are added only when
+    some entry is tied.
+    """
+    if out is not None and np.shape(out) == np.broadcast_shapes(
+        np.shape(g), np.shape(x), np.shape(y)
+    ):
+        flags = out.reshape(-1).view(np.bool_)[: out.size].reshape(out.shape)
+        tied = bool(np.equal(x, y, out=flags).any())
+        share = np.multiply(wins(x, y, out=out), g, out=out)
+    else:
+        share = g * wins(x, y)
+        tied = bool(np.any(x == y))
+    if tied:  # rare with real data
+        share += (0.5 * g) * (x == y)  # share is a new array or the buffer
+    return share
+
+
+def _fits(x: Any, g: Any, into: Any) -> Any:
+    """``into[0]`` when it can hold x's share (x's shape and dtype, and ``g * x``
+    of x's dtype), else None."""
+    if not into or type(into[0]) is not np.ndarray or type(x) is not np.ndarray:
+        return None
+    buf = into[0]
+    if buf.shape != x.shape or buf.dtype != x.dtype or not buf.flags.c_contiguous:
+        return None
+    if np.result_type(g, x) != x.dtype or not buf.flags.writeable:
+        return None
+    return buf
+
+
+def _one_share(g: Any, x: Any, y: Any, wins: Any, into: Any) -> Any:
+    """x's share summed to x's shape and dtype, in ``into[0]`` where it fits."""
+    buf = _fits(x, g, into)
+    return unbroadcast(_share(g, x, y, wins, buf), x, out=buf)
+
+
 @adjoint(np.maximum, broadcasts=True)
 def d_maximum(g, ans, x, y):
-    """Ties split the cotangent equally."""
-    return (g * (x > y) + (0.5 * g) * (x == y), g * (x < y) + (0.5 * g) * (x == y))
+    """g to the larger operand; ties split it equally (g / 2 each)."""
+    return (_share(g, x, y, np.greater), _share(g, y, x, np.greater))
+
+
+@adjoint(np.maximum, argnum=0)
+def d_maximum_lhs(g, ans, x, y, *, into=None):
+    """Only x's share (``np.maximum(x, 0.0)``: a ReLU), summed to x's shape."""
+    return (_one_share(g, x, y, np.greater, into),)
+
+
+@adjoint(np.maximum, argnum=1)
+def d_maximum_rhs(g, ans, x, y, *, into=None):
+    """Only y's share, summed to y's shape."""
+    return (_one_share(g, y, x, np.greater, into),)
 
 
 @adjoint(np.minimum, broadcasts=True)
 def d_minimum(g, ans, x, y):
-    """Ties split the cotangent equally."""
-    return (g * (x < y) + (0.5 * g) * (x == y), g * (x > y) + (0.5 * g) * (x == y))
+    """g to the smaller operand; ties split it equally (g / 2 each)."""
+    return (_share(g, x, y, np.less), _share(g, y, x, np.less))
+
+
+@adjoint(np.minimum, argnum=0)
+def d_minimum_lhs(g, ans, x, y, *, into=None):
+    """Only x's share, summed to x's shape."""
+    return (_one_share(g, x, y, np.less, into),)
+
+
+@adjoint(np.minimum, argnum=1)
+def d_minimum_rhs(g, ans, x, y, *, into=None):
+    """Only y's share, summed to y's shape."""
+    return (_one_share(g, y, x, np.less, into),)
 
 
 def _nan_aware_weight(x: Any, y: Any, wins: Any) -> Any:
@@ -351,3 +418,7 @@ method_alias("conjugate", np.conjugate)
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
 elementwise(np.where, np.clip, np.nan_to_num, np.sinc)
+
+# adjoint rules that read their other arguments only for masks
+linear(d_maximum, d_maximum_lhs, d_maximum_rhs, container=True)
+linear(d_minimum, d_minimum_lhs, d_minimum_rhs, container=True)

@@ -28,7 +28,9 @@ import numpy as np
 
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
-from s2sad.runtime.tangents import linear
+from s2sad.runtime.support import add, exclusive
+from s2sad.runtime.tangents import linear, tangent
+from s2sad.runtime.workspace import owned
 
 # ---------------------------------------------------------------- helpers
 
@@ -121,6 +123,43 @@ def d_getitem(g, ans, x, idx, *, into=None):
     return (scatter(g, x, idx, buf), None)
 
 
+def add_at_index(acc, g, x, idx, *, out=None):
+    """``acc`` plus the cotangent of ``x[idx]``: ``g`` scattered into zeros like
+    ``x``.  The backward sweep calls it where ``x`` was read a second time
+    through an index (the taps ``x[:, k:k + L]`` of a convolution).
+
+    A basic index (ints, slices, masks: no entry twice) adds ``g`` into that
+    part alone, not into a zero array added whole: into ``acc`` itself when no
+    other name, view or container sees it (a workspace buffer counts as
+    private), else into ``out`` (a buffer of x's shape and dtype) or a copy.
+    Any other case (integer arrays that may repeat, containers, sparse
+    cotangents) adds the scattered cotangent as before.
+    """
+    if (
+        type(acc) is np.ndarray
+        and type(x) is np.ndarray
+        and acc.shape == x.shape
+        and acc.dtype == _float_dtype(x)
+        and _is_basic(idx)
+    ):
+        if not (exclusive(acc) or (owned(acc) and exclusive(acc, 1))):
+            if into_buffer((out,), 0, x.shape, acc.dtype) is None or out is acc:
+                out = np.empty_like(acc)
+            np.copyto(out, acc)
+            acc = out
+        if np.result_type(g) != acc.dtype:
+            g = np.asarray(g, dtype=acc.dtype)  # as scatter casts it
+        part = acc[idx]
+        if type(part) is np.ndarray and part.base is acc:  # a view: add in place
+            np.add(part, g, out=part)
+        else:
+            acc[idx] = part + g  # one entry, or a copy (a boolean mask selects)
+        return acc
+    if acc is None:
+        return d_getitem(g, None, x, idx, into=(out,))[0]
+    return add(acc, d_getitem(g, None, x, idx)[0])
+
+
 # ---------------------------------------------------------------- take and friends
 
 
@@ -209,3 +248,13 @@ linear(np.compress, np.extract, slots=(1,))
 # adjoint rules that read their other arguments only for indices: linear in g
 linear(d_getitem, d_take, d_take_along_axis, d_compress, d_extract, d_item,
        container=True)  # fmt: skip
+
+
+@tangent(add_at_index, container=True)
+def jvp_add_at_index_acc(t, ans, acc, g, x, idx, out=None):
+    return t
+
+
+@tangent(add_at_index, argnum=1, container=True)
+def jvp_add_at_index_g(t, ans, acc, g, x, idx, out=None):
+    return d_getitem(t, None, x, idx)[0]

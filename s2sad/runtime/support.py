@@ -384,12 +384,7 @@ def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
     """``add(a, b)`` for generated code; two arrays are summed into ``out`` (a
     workspace buffer of the sum's shape and dtype) when one is given.  When no
     other name, view or container can see ``a``, the sum goes into ``a`` itself."""
-    if (
-        type(a) is np.ndarray
-        and type(b) is np.ndarray
-        and _exclusive(a)
-        and _fits(a, b)
-    ):
+    if type(a) is np.ndarray and type(b) is np.ndarray and exclusive(a) and _fits(a, b):
         a += b
         return a
     if (
@@ -471,11 +466,12 @@ def _refcounts_are_reliable() -> bool:
 _EXCLUSIVE_REFS = _calibrate() if _refcounts_are_reliable() else -1
 
 
-def _exclusive(a: np.ndarray) -> bool:
+def exclusive(a: np.ndarray, extra: int = 0) -> bool:
     """True when only the caller's one variable refers to ``a`` (called from a helper
-    whose first parameter is ``a``, one level below generated code)."""
+    whose first parameter is ``a``, one level below generated code), besides
+    ``extra`` references the caller knows of (a workspace's own)."""
     return (
-        sys.getrefcount(a) - 1 <= _EXCLUSIVE_REFS
+        sys.getrefcount(a) - 1 - extra <= _EXCLUSIVE_REFS
         and a.base is None
         and a.flags.writeable
     )

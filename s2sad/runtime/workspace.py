@@ -131,6 +131,7 @@ class Workspace(_Results):
     def _new(self, spec: tuple) -> np.ndarray:
         buf = np.empty(spec[0], dtype=spec[1])
         self.ids.add(id(buf))
+        _OWNED[id(buf)] = buf
         return buf
 
     def take(self, key: str) -> np.ndarray | None:
@@ -168,6 +169,16 @@ class Workspace(_Results):
         if type(a) is not np.ndarray:
             return False
         return id(a) in self.ids or (a.base is not None and id(a.base) in self.ids)
+
+
+#: every workspace buffer alive, by id (weakly: a dropped workspace frees them)
+_OWNED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def owned(a: np.ndarray) -> bool:
+    """Whether ``a`` is a workspace buffer: one reference to it is the workspace's
+    own (a dict entry or a ring slot), which no code outside this call reads."""
+    return _OWNED.get(id(a)) is a
 
 
 def _nbytes(spec: tuple) -> int:
@@ -370,23 +381,32 @@ def shape_key(values: list) -> tuple | None:
         return None
 
 
+def _array_key(v: np.ndarray) -> tuple:
+    dtype = v.dtype
+    if dtype.kind in "biu":
+        if dtype.kind == "b":
+            raise _Mask
+        if v.size <= 1:
+            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
+            return (v.shape, dtype.char, tuple(v.reshape(-1).tolist()))
+    return (v.shape, dtype)
+
+
 def _key(v: Any) -> Any:
     t = type(v)
     if t is np.ndarray:
-        if v.dtype.kind == "b":
-            raise _Mask
-        if v.size <= 1 and v.dtype.kind in "iu":
-            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
-            return (v.shape, v.dtype.char, tuple(v.reshape(-1).tolist()))
-        return (v.shape, v.dtype.char)
+        return _array_key(v)
     if t is float or t is complex:
         return t
     if t in (int, bool, str) or v is None:
         return (t, v)
     if t is dict:
         return (dict, tuple((k, _key(x)) for k, x in v.items()))
-    if t is list or t is tuple:
-        return (t, tuple(_key(x) for x in v))
+    if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
+        return (
+            t,
+            tuple([_array_key(x) if type(x) is np.ndarray else _key(x) for x in v]),
+        )
     if isinstance(v, np.generic):
         return (t, v.item()) if v.dtype.kind in "iub" else (t,)
     if t is range:

@@ -27,6 +27,47 @@ def test_matmul(sx, sy):
     check_rule(np.matmul, rand(*sx), rand(*sy))
 
 
+VECTOR_SHAPES = [
+    ((3, 4), (4,)), ((4,), (4, 5)), ((4,), (4,)), ((2, 3, 4), (4,)), ((4,), (2, 4, 5)),
+    ((1, 3, 4), (4,)), ((4,), (3, 4, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("sx,sy", VECTOR_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_matmul_vector_operands_match_the_matrix_form(sx, sy, dtype):
+    """A 1-d operand takes outer products and matrix-vector products; they agree
+    with the general (matrix-shaped) path, for the full and the partial rules."""
+    x, y = rand(*sx).astype(dtype), rand(*sy).astype(dtype)
+    g = np.asarray(rand(*np.shape(x @ y))).astype(dtype)
+    want = contractions._matmul_general(g, x, y)
+    got = contractions.d_matmul(g, None, x, y)
+    alone = (
+        contractions.d_matmul_lhs(g, None, x, y)[0],
+        contractions.d_matmul_rhs(g, None, x, y)[0],
+    )
+    for i, w in enumerate(want):
+        for c in (got[i], alone[i]):
+            assert c.shape == w.shape and c.dtype == dtype
+            np.testing.assert_allclose(
+                c, w, rtol=1e-5 if dtype == np.float32 else 1e-12
+            )
+
+
+@pytest.mark.parametrize("sx,sy", VECTOR_SHAPES, ids=str)
+def test_matmul_vector_operands_finite_differences(sx, sy):
+    check_rule(np.matmul, rand(*sx), rand(*sy))
+    if len(sx) <= 2 and len(sy) <= 2:
+        check_rule(np.dot, rand(*sx), rand(*sy))
+
+
+def test_matmul_vector_with_strided_operands():
+    """Views (a transposed matrix, a strided vector) take the vector path too."""
+    x, y = rand(4, 3).T, rand(8)[::2]
+    check_rule(np.matmul, x, y)
+    check_rule(np.matmul, y, rand(4, 6)[:, ::2])
+
+
 def test_matmul_float32_and_mixed_dtypes():
     check_rule(np.matmul, rand(3, 4).astype(np.float32), rand(4, 5).astype(np.float32))
     check_rule(np.matmul, rand(3, 4).astype(np.float32), rand(4, 5))

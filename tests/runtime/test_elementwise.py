@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from s2sad.runtime import elementwise as ew
+from s2sad.runtime import registry
 from s2sad.runtime.registry import lookup
 from s2sad.runtime.support import unbroadcast
 from s2sad.testing import check_nondifferentiable, check_rule
@@ -224,3 +225,68 @@ def test_every_rule_is_tested(family_coverage):
     tested |= {np.remainder, np.fmod, np.ldexp, np.where, np.clip}
     tested |= set(ew.NONDIFFERENTIABLE)
     family_coverage("elementwise", tested)
+
+
+# ------------------------------------------- maximum/minimum: ties, partial rules
+
+
+def _max_min_cases():
+    rng = np.random.default_rng(3)
+    tied = np.array([[0.0, 1.5, -2.0], [0.0, 0.25, 0.0]])
+    yield tied, 0.0  # a ReLU with exact zeros
+    yield tied, tied[1]  # broadcasting, ties in both rows
+    yield rng.normal(size=(4, 1)), rng.normal(size=(3,))  # no ties, both broadcast
+    yield np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 0.0])
+    yield 2.0, np.array([2.0, 1.0, 3.0])  # a float operand
+
+
+def _expected(g, x, y, wins):
+    """The tie convention spelled out: g where x wins, g / 2 on ties."""
+    gb = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(x), np.shape(y)))
+    share = np.where(wins(x, y), gb, 0.0) + np.where(np.equal(x, y), gb / 2, 0.0)
+    return unbroadcast(share, x)
+
+
+@pytest.mark.parametrize("fn,wins", [(np.maximum, np.greater), (np.minimum, np.less)])
+def test_maximum_minimum_partial_rules_exact_at_ties(fn, wins):
+    """The full rule (unbroadcast by the compiler) and both partial rules, plain
+    and into buffers, give exactly the tie-splitting shares."""
+    lhs = registry.lookup_partial(fn, 0).adjoint
+    rhs = registry.lookup_partial(fn, 1).adjoint
+    for x, y in _max_min_cases():
+        ans = fn(x, y)
+        g = np.arange(1.0, np.size(ans) + 1).reshape(np.shape(ans))
+        want = (_expected(g, x, y, wins), _expected(g, y, x, wins))
+        full = lookup(fn).adjoint(g, ans, x, y)
+        got = [unbroadcast(full[0], x), unbroadcast(full[1], y)]
+        got += [lhs(g, ans, x, y)[0], rhs(g, ans, x, y)[0]]
+        for i, operand in ((0, x), (1, y)):
+            buf = np.full(np.shape(operand), np.nan) if np.ndim(operand) else None
+            rule = lhs if i == 0 else rhs
+            ct = rule(g, ans, x, y, into=(buf,))[0]
+            if buf is not None:
+                assert ct is buf, "the buffer was not used"
+            got.append(ct)
+        for k, ct in enumerate(got):
+            assert np.shape(ct) == np.shape(want[k % 2])
+            np.testing.assert_array_equal(ct, want[k % 2])
+
+
+@pytest.mark.parametrize("fn", [np.maximum, np.minimum])
+@pytest.mark.parametrize("sx,sy", [((3, 4), ()), ((3, 1), (4,)), ((4,), (2, 4))])
+def test_maximum_minimum_broadcasting_finite_differences(fn, sx, sy):
+    rng = np.random.default_rng(7)
+    check_rule(fn, rng.normal(size=sx), rng.normal(size=sy))
+
+
+def test_relu_buffer_float32_no_ties_and_ties():
+    """float32 ReLU into a buffer: exact products, ties half, g's dtype kept."""
+    x = np.array([[-1.0, 0.0, 2.0]], dtype=np.float32)
+    g = np.array([[4.0, 4.0, 4.0]], dtype=np.float32)
+    buf = np.empty_like(x)
+    rule = registry.lookup_partial(np.maximum, 0).adjoint
+    ct = rule(g, np.maximum(x, 0.0), x, 0.0, into=(buf,))[0]
+    assert ct is buf and ct.dtype == np.float32
+    np.testing.assert_array_equal(ct, [[0.0, 2.0, 4.0]])
+    ct = rule(g, np.maximum(x + 5, 0.0), x + 5, 0.0, into=(buf,))[0]
+    np.testing.assert_array_equal(ct, g)

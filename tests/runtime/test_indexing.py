@@ -7,7 +7,7 @@ import operator
 import numpy as np
 import pytest
 
-from s2sad.runtime import indexing
+from s2sad.runtime import indexing, support, workspace
 from s2sad.testing import check_rule
 
 RNG = np.random.default_rng(5)
@@ -103,3 +103,76 @@ def test_every_rule_is_tested(family_coverage):
     tested = {operator.getitem, np.take, np.take_along_axis, np.compress, np.extract,
               indexing.item}  # fmt: skip
     family_coverage("indexing", tested)
+
+
+# ------------------------------------------- add_at_index: g_x + a part's cotangent
+
+
+def _reference(acc, g, x, idx):
+    return support.add(acc, indexing.d_getitem(g, None, x, idx)[0])
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [
+        (slice(None), slice(1, 4)),  # overlapping taps of a convolution
+        (slice(None), slice(0, 3)),
+        (1, slice(None, None, -1)),
+        (Ellipsis, 2),
+        np.array([[True, False, True, False, True]] * 3),  # a mask
+        np.array([0, 2, 0]),  # repeats: np.add.at semantics
+    ],
+    ids=str,
+)
+def test_add_at_index_equals_the_scattered_sum(idx):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 5))
+    g = rng.normal(size=np.shape(x[idx]))
+    acc = rng.normal(size=x.shape)
+    want = _reference(acc.copy(), g, x, idx)
+    seen = acc  # a second reference: acc must not be changed in place
+    got = indexing.add_at_index(acc, g, x, idx)
+    np.testing.assert_array_equal(seen, acc)
+    assert got is not seen
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    got = indexing.add_at_index(rng.normal(size=x.shape) * 0 + acc, g, x, idx)
+    np.testing.assert_allclose(got, want, rtol=1e-15)  # a private acc, in place
+
+
+def test_add_at_index_buffers_none_containers_and_dtypes():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    g = rng.normal(size=(4, 3))  # float64 into a float32 cotangent: cast first
+    idx = (slice(None), slice(2, 5))
+    acc = rng.normal(size=x.shape).astype(np.float32)
+    want = _reference(acc.copy(), g, x, idx)
+    out = np.full(x.shape, np.nan, np.float32)
+    keep = acc
+    got = indexing.add_at_index(acc, g, x, idx, out=out)
+    assert got is out and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(keep, acc)  # acc itself untouched
+    first = indexing.add_at_index(None, g, x, idx, out=out)
+    assert first is out
+    np.testing.assert_array_equal(first, indexing.d_getitem(g, None, x, idx)[0])
+    lst = [1.0, 2.0, 3.0]
+    assert indexing.add_at_index([None, 1.0, None], 2.0, lst, 1) == [None, 3.0, None]
+    d = indexing.add_at_index({"a": 1.0}, 2.0, {"a": 0.0, "b": 0.0}, "b")
+    assert d == {"a": 1.0, "b": 2.0}
+
+
+def test_add_at_index_adds_into_a_private_workspace_buffer():
+    """A workspace buffer only the caller's variable holds is added into; one
+    that another name also holds is copied first."""
+    layout = workspace.Layout()
+    layout.fixed["g"] = ((3, 4), np.dtype(np.float64))
+    ws = workspace.Workspace(layout)
+    x, g = np.zeros((3, 4)), np.ones((3, 2))
+    acc = ws["g"]
+    acc[...] = 1.0
+    got = indexing.add_at_index(acc, g, x, (slice(None), slice(0, 2)))
+    assert got is ws["g"]
+    np.testing.assert_array_equal(got[:, :2], 2.0)
+    other = acc  # noqa: F841 - a second name: no longer private
+    got = indexing.add_at_index(acc, g, x, (slice(None), slice(0, 2)))
+    assert got is not ws["g"] and ws["g"][0, 0] == 2.0 and got[0, 0] == 3.0

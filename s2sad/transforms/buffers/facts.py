@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.indexing import add_at_index
 from s2sad.transforms.astutil import anno
 
 REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
@@ -145,6 +146,8 @@ class Facts:
             return self.some_known(v.args[0])
         if helper_of(v) == "accumulate":  # one of them, or their sum
             return all(self.some_known(a) for a in v.args)
+        if self.rule_of(v) is add_at_index:
+            return self.some_known(v.args[0])
         return False
 
     def some_known(self, *exprs: ast.expr) -> bool:
@@ -220,6 +223,8 @@ class Facts:
             if fn in REDUCTIONS:
                 return self.is_shaped(v.args[0]) and kw_fixed
             return all(self.is_fixed(a) for a in v.args) and kw_fixed
+        if self.rule_of(v) is add_at_index:  # g_x + a part: shaped like x
+            return self.is_shaped(v.args[0]) and self.is_shaped(v.args[2])
         helper = helper_of(v)
         if helper in ("unbroadcast", "finalize"):
             return self.is_shaped(v.args[1])

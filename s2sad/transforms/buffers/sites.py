@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.indexing import add_at_index
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
 from s2sad.transforms.buffers.facts import REDUCTIONS, Facts, helper_of
@@ -160,6 +161,8 @@ class Sites(Facts):
             and self.some_known(v.func.value)
         ):
             return self._with_out(v, label, in_loop)
+        if self.rule_of(v) is add_at_index and len(v.args) == 4 and not v.keywords:
+            return self._with_out(v, label, in_loop)  # a copy of g_x goes there
         helper = helper_of(v)
         if helper in ("accumulate", "unbroadcast") and len(v.args) == 2:
             v.args = [self._operand(v.args[0], in_loop, pre), v.args[1]]

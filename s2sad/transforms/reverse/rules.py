@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.runtime import registry
+from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
 from s2sad.transforms.inline import bind_np, definite_positions, instantiate
 from s2sad.transforms.lattice import MAYBE, NONE, SET
@@ -53,7 +53,7 @@ class RuleCalls:
         self.output = x
         if x in self.masked and registry.lookup_masked(fn) is not None:
             rule = registry.lookup_masked(fn)  # keeps a mask's zeros exactly zero
-        elif len(wanted) == 1 and len([a for a in args if isinstance(a, ast.Name)]) > 1:
+        elif len(wanted) == 1 and len(args) > 1:
             partial = registry.lookup_partial(fn, wanted[0])
             if (
                 partial is not None
@@ -96,6 +96,27 @@ class RuleCalls:
                     self._accumulate_rule(rule, args, i, e, out, i in definite)
         for e, is_definite, i in merged.values():
             self._accumulate_rule(rule, args, i, e, out, is_definite)
+
+    def indexed_sum(self, gx: str, contribution: ast.expr) -> ast.expr | None:
+        """``add_at_index(g_x, g, x, idx)`` for ``g_x + d_getitem(g, ans, x, idx)[0]``:
+        the runtime adds ``g`` into the indexed part of ``g_x`` alone (a basic
+        index), instead of scattering it into zeros added whole."""
+        c = contribution.value if isinstance(contribution, ast.Subscript) else None
+        if (
+            not isinstance(c, ast.Call)
+            or anno(c.func).get("rule") is not indexing.d_getitem
+            or len(c.args) != 4
+            or c.keywords
+            or not (
+                isinstance(contribution.slice, ast.Constant)
+                and contribution.slice.value == 0
+            )
+        ):
+            return None
+        g, _, x, idx = c.args
+        if isinstance(idx, ast.Constant) and isinstance(idx.value, str):
+            return None  # a dict key (params["W"]): nothing to add in place
+        return call(self.fc.module.rule_ref(indexing.add_at_index), name(gx), g, x, idx)
 
     def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
         if rule.broadcasts and not self.same_shape(args[i]):

@@ -79,9 +79,10 @@ class FunctionReverser(RuleCalls):
                 assign(gx, ast.BinOp(left=name(gx), op=ast.Add(), right=contribution))
             )
         else:
-            out.append(
-                assign(gx, call(self.helper("accumulate"), name(gx), contribution))
+            summed = self.indexed_sum(gx, contribution) or call(
+                self.helper("accumulate"), name(gx), contribution
             )
+            out.append(assign(gx, summed))
             if before == MAYBE and definite:
                 self.state[gx] = SET
 

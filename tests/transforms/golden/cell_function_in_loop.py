@@ -13,7 +13,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul
-from s2sad.runtime.indexing import d_getitem
+from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.reductions import d_sum
 
 
@@ -24,10 +24,8 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
     h_arg = h
     tape = []
     saved_cell = None
-    xs_item = None
     r = range(4)
     for t in r:
-        tape.append(xs_item)
         xs_item = xs[t]
         tape.append(saved_cell)
         cell_1, saved_cell = cell_forward(h, xs_item, W, ws=ws)
@@ -54,10 +52,8 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
         g_cell_1 = None
         saved_cell = tape.pop()
         if g_xs_item is not None:
-            ct_xs = d_getitem(g_xs_item, xs_item, xs, t, into=(ws.take("ct_xs"),))[0]
-            g_xs = accumulate(g_xs, ct_xs, out=ws.take("g_xs"))
+            g_xs = add_at_index(g_xs, g_xs_item, xs, t, out=ws.take("g_xs"))
         g_xs_item = None
-        xs_item = tape.pop()
     return (
         out,
         (

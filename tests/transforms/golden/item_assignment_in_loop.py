@@ -15,7 +15,7 @@ from s2sad.runtime.support import (
     written_item,
     zeros,
 )
-from s2sad.runtime.indexing import d_getitem
+from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.reductions import d_sum
 
 
@@ -80,8 +80,7 @@ def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         g_mul = None
         mul = tape.pop()
         if g_x_item is not None:
-            ct_x = d_getitem(g_x_item, x_item, x, i, into=(ws.take("ct_x"),))[0]
-            g_x = accumulate(g_x, ct_x, out=ws.take("g_x"))
+            g_x = add_at_index(g_x, g_x_item, x, i, out=ws.take("g_x"))
         g_x_item = None
         x_item = tape.pop()
     return (out, (finalize(g_x, x, ws.result(0)),))

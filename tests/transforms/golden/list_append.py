@@ -8,7 +8,7 @@ from s2sad.runtime.support import (
     split_last,
     unbroadcast,
 )
-from s2sad.runtime.indexing import d_getitem
+from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.pyfuncs import d_builtin_sum
 
 
@@ -63,13 +63,11 @@ def loop_list_append_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         g_mul = None
         mul = tape.pop()
         if g_x_item_1 is not None:
-            ct_x = d_getitem(g_x_item_1, x_item_1, x, i, into=(ws.take("ct_x"),))[0]
-            g_x = accumulate(g_x, ct_x, out=ws.take("g_x"))
+            g_x = add_at_index(g_x, g_x_item_1, x, i, out=ws.take("g_x"))
         g_x_item_1 = None
         x_item_1 = tape.pop()
         if g_x_item is not None:
-            ct_x_1 = d_getitem(g_x_item, x_item, x, i, into=(ws.take("ct_x_1"),))[0]
-            g_x = accumulate(g_x, ct_x_1, out=ws.take("g_x.2"))
+            g_x = add_at_index(g_x, g_x_item, x, i, out=ws.take("g_x.2"))
         g_x_item = None
         x_item = tape.pop()
     return (out_1, (finalize(g_x, x, ws.result(0)),))

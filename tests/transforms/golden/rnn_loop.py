@@ -11,7 +11,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul
-from s2sad.runtime.indexing import d_getitem
+from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.reductions import d_sum
 
 
@@ -61,8 +61,7 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0, ws=NO_WORKSPACE):
             )
         g_add = None
         if g_xs_item is not None:
-            ct_xs = d_getitem(g_xs_item, xs_item, xs, t, into=(ws.take("ct_xs"),))[0]
-            g_xs = accumulate(g_xs, ct_xs, out=ws.take("g_xs"))
+            g_xs = add_at_index(g_xs, g_xs_item, xs, t, out=ws.take("g_xs"))
         g_xs_item = None
         xs_item = tape.pop()
         g_h = None
