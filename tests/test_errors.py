@@ -59,7 +59,7 @@ def test_all_problems_reported_at_once():
         (bad.uses_eval, 'eval("x")', "eval()"),
         (bad.star_args, "def star_args", "'*args' parameter"),
         (bad.star_call, "np.add(*parts)", "star-argument"),
-        (bad.attribute_assign, "x.scale", "assignment to an attribute"),
+        (bad.attribute_assign, "x.scale", "attribute assignment on the differentiated"),
         (bad.nonlocal_write, "nonlocal total", "'nonlocal' statement"),
     ],
 )

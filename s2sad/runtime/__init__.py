@@ -24,6 +24,7 @@ RULE_MODULES = (
     "linalg",
     "masked",
     "nn",
+    "objects",
     "pyfuncs",
     "reductions",
     "shapes",

@@ -117,6 +117,10 @@ class ModuleBuilder:
     #: specialised globals: where the code reads one now (``model.helper``) -> the
     #: binding it was compiled for; the entry function checks them first (guards pass)
     guards: dict[str, str] = field(default_factory=dict)
+    #: attribute -> (source, node) of a write of a differentiated value / a read
+    #: (front/objects.py refuses an attribute found in both)
+    attribute_writes: dict[str, tuple] = field(default_factory=dict)
+    attribute_reads: dict[str, tuple] = field(default_factory=dict)
     rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     helpers_used: set[str] = field(default_factory=set)
     comments: list[str] = field(default_factory=list)

@@ -29,6 +29,7 @@ import ast
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
+from s2sad.transforms.front import objects
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
@@ -208,6 +209,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         elif isinstance(target, ast.Subscript):
             index = self.index(target.slice, out)
             self._setitem(target.value.id, index, self.atom(value, out, "value"), out)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            v = self.atom(value, out, target.attr)
+            out.append(objects.store(target, name(target.value.id), v))
         else:  # validated earlier
             self.error(target, "unsupported assignment target", "assign to a name")
 

@@ -96,6 +96,10 @@ class _Binder(ast.NodeTransformer):
         if not isinstance(sub.ctx, ast.Load) or id(sub) in self.seen:
             return sub
         self.seen.add(id(sub))
+        if "bind" in anno(sub):  # a runtime function the front end calls
+            obj, origin = anno(sub)["bind"]
+            sub.id = self.module.bind(sub.id, obj, origin)
+            return sub
         if (
             sub.id in self.norm.locals
             or sub.id in self.norm.local_functions
