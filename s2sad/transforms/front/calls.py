@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno, call, const, copy_loc, name
+from s2sad.transforms.astutil import anno, call, const, copy_loc
 from s2sad.transforms.front.parse import MISSING
 
 #: builtins returning a one-shot iterator over their (differentiated) arguments
@@ -166,6 +166,26 @@ class CallNormalizer:
             return MISSING
         return getattr(base, expr.attr, MISSING)
 
+    def example_value(self, expr: ast.expr) -> Any:
+        """The value of ``a.b.c`` in this call, for ``a`` an argument whose value the
+        compiler was given (a method's ``self``, an object passed to the gradient)
+        and that the function never rebinds; MISSING otherwise."""
+        chain = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        examples = self.parsed.example_args
+        if not isinstance(expr, ast.Name) or expr.id not in examples:
+            return MISSING
+        if expr.id in self.rebound:
+            return MISSING
+        value = examples[expr.id]
+        for attr in reversed(chain):
+            value = getattr(value, attr, MISSING)
+            if value is MISSING:
+                return MISSING
+        return value
+
     def classify(self, e: ast.Call) -> CallInfo:
         func = e.func
         if isinstance(func, ast.Name) and func.id in self.local_functions:
@@ -180,20 +200,30 @@ class CallNormalizer:
                 )
                 return CallInfo("unknown")
             self_expr = func.value if isinstance(func, ast.Attribute) else None
-            return classify_object(obj, self_expr)
+            return classify_object(obj, self_expr, func)
+        if isinstance(func, ast.Call) and self.is_static(func.func):
+            # Sigmoid()(x): the class is known, so is the __call__ it runs
+            cls = self.resolve(func.func)
+            method = None
+            if isinstance(cls, type):
+                method = next(
+                    (
+                        k.__dict__["__call__"]
+                        for k in cls.__mro__
+                        if "__call__" in k.__dict__
+                    ),
+                    None,
+                )
+            if isinstance(method, types.FunctionType) and _has_source(method):
+                return CallInfo("user", method, {"self": func, "receiver": None})
+        # a method or callable object reached from an argument of this call
+        # (self.l1.forward_pass(x), self.activation(x)): resolved on its value
+        obj = self.example_value(func)
+        if obj is not MISSING:
+            info = classify_object(obj, _receiver(func), func)
+            if info.kind == "user" and "receiver" in info.extra:
+                return info
         if isinstance(func, ast.Attribute):
-            receiver = func.value
-            if (
-                isinstance(receiver, ast.Name)
-                and receiver.id in self.parsed.example_args
-            ):
-                obj = getattr(self.parsed.example_args[receiver.id], func.attr, MISSING)
-                if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
-                    return CallInfo(
-                        "user",
-                        obj.__func__,
-                        {"self": name(receiver.id), "receiver": obj.__self__},
-                    )
             return CallInfo("method", func.attr)
         return CallInfo("unknown")
 
@@ -210,8 +240,14 @@ def as_written(v: ast.Call) -> ast.Call:
     return ast.copy_location(new, v)
 
 
-def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
-    """How a call to the Python object ``obj`` is differentiated."""
+def _receiver(func: ast.expr) -> ast.expr | None:
+    return func.value if isinstance(func, ast.Attribute) else None
+
+
+def classify_object(
+    obj: Any, self_expr: ast.expr | None = None, func: ast.expr | None = None
+) -> CallInfo:
+    """How a call to the Python object ``obj`` (written ``func``) is differentiated."""
     if registry.lookup(obj) is not None:
         return CallInfo("rule", obj)
     if isinstance(obj, types.MethodType):
@@ -223,6 +259,10 @@ def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
             )
     if isinstance(obj, types.FunctionType) and _has_source(obj):
         return CallInfo("user", obj)
+    method = call_method(obj)
+    if method is not None and func is not None:
+        # a callable object: obj(x) runs type(obj).__call__(obj, x)
+        return CallInfo("user", method, {"self": func, "receiver": obj})
     return CallInfo("unknown", obj)
 
 

@@ -59,6 +59,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             }
         )
         self.nonsimple = self._compound_stores(node.body)
+        self.rebound = stores(node)  # example arguments resolve only if never rebound
         self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
@@ -418,7 +419,12 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             func = self.atom(func, out, "fn")
         node = ast.Call(func=func, args=args, keywords=keywords)
         if info.kind == "user" and info.extra.get("self") is not None:
-            node.args.insert(0, info.extra["self"])
+            receiver = info.extra["self"]
+            if receiver is e.func:  # a callable object: the receiver is the callee
+                receiver = func
+            elif not (isinstance(receiver, ast.Name) or self.is_static(receiver)):
+                receiver = self.atom(receiver, out, "receiver")
+            node.args.insert(0, receiver)
         anno(node)["call"] = info
         return node
 
