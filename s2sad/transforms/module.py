@@ -207,6 +207,8 @@ class ModuleBuilder:
             receiver = info.extra.get("receiver")
             key = ("user", info.target, pattern, type(receiver))
             base = info.target.__name__
+            if base == "__call__":  # a callable object: Sigmoid_call_forward
+                base = info.target.__qualname__.split(".")[-2] + "_call"
         scalars = tuple(bool(b) for b in scalars)
         if any(scalars):
             key = (*key, scalars)

@@ -1,0 +1,105 @@
+"""Objects beyond reverse mode: forward mode and second order on the corpus's
+layer objects, Python's semantics of attribute writes, the cache key of
+sub-objects, and the refusal of gradients that would flow through attributes."""
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import errors
+from tests.corpus import cases_objects as co
+from tests.corpus.fd import assert_close_tree, numerical_grad
+
+CASES = [
+    (co.dense_caches_input, (4, 3), co._dense(3, 2)),
+    (
+        co.model_of_sub_layers,
+        (5, 3),
+        co.TwoLayer(co._dense(3, 4), co.Sigmoid(), co._dense(4, 2)),
+    ),
+    (co.callable_made_inline, (2, 3), None),
+    (
+        co.model_in_a_loop,
+        (5, 3),
+        co.TwoLayer(co._dense(3, 4), co.TanH(), co._dense(4, 3)),
+    ),
+]
+
+
+def _args(shape, obj, seed=0):
+    X = np.random.default_rng(seed).normal(size=shape)
+    return (X,) if obj is None else (X, obj)
+
+
+@pytest.mark.parametrize(
+    "fn, shape, obj", CASES, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_forward_mode_matches_finite_differences(fn, shape, obj):
+    args = _args(shape, obj)
+    v = np.random.default_rng(1).normal(size=shape)
+    _, t_out = s2sad.jvp(fn)(*args, v)
+    want = np.sum(numerical_grad(fn, list(args), 0) * v)
+    assert_close_tree(t_out, want, where="jvp")
+
+
+@pytest.mark.parametrize(
+    "fn, shape, obj", CASES, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_hessian_vector_product_matches_finite_differences(fn, shape, obj):
+    args = _args(shape, obj)
+    v = np.random.default_rng(2).normal(size=shape)
+    hv = s2sad.hvp(fn)(*args, v)
+    eps = 1e-5
+    g = s2sad.grad(fn)
+    plus = g(args[0] + eps * v, *args[1:])
+    minus = g(args[0] - eps * v, *args[1:])
+    assert_close_tree(hv, (plus - minus) / (2 * eps), rtol=1e-4, atol=1e-6, where="hvp")
+
+
+def test_what_the_call_writes_on_the_object_is_there_afterwards():
+    model = co.TwoLayer(co._dense(3, 4), co.Sigmoid(), co._dense(4, 2))
+    X = np.random.default_rng(3).normal(size=(5, 3))
+    s2sad.grad(co.model_of_sub_layers)(X, model)
+    s2sad.grad(co.model_of_sub_layers)(X + 1.0, model)
+    assert model.n_calls == 2
+    np.testing.assert_array_equal(model.l1.layer_input, X + 1.0)
+    assert model.l2.layer_input.shape == (5, 4)
+    layer = co.Activation(co.SIGMOID)
+    s2sad.grad(co.write_constant_on_object)(np.ones(3), layer)
+    assert layer.note == 2.0
+
+
+def test_a_different_sub_layer_class_compiles_again():
+    X = np.random.default_rng(4).normal(size=(5, 3))
+    f = s2sad.grad(co.model_of_sub_layers)
+    for act in (co.Sigmoid(), co.TanH()):
+        model = co.TwoLayer(co._dense(3, 4), act, co._dense(4, 2))
+        want = numerical_grad(co.model_of_sub_layers, [X, model], 0)
+        assert_close_tree(f(X, model), want)
+
+
+def set_then_call(W, X, layer):
+    layer.W = W
+    return np.sum(layer.forward_pass(X) ** 2)
+
+
+def set_then_read(W, layer):
+    layer.scale = W * 2.0
+    return np.sum(layer.scale)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (set_then_call, (np.ones((3, 2)), np.ones((4, 3)), co._dense(3, 2))),
+        (set_then_read, (np.ones(3), co._dense(3, 2))),
+    ],
+)
+def test_gradient_through_an_attribute_is_refused(fn, args):
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        s2sad.grad(fn)(*args)
+    text = str(info.value)
+    assert (
+        "test_objects.py" in text
+        and "does not carry gradients through attributes" in text
+    )
