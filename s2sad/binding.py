@@ -90,7 +90,8 @@ def _type_name(value: Any, depth: int = 3) -> str:
         elif isinstance(v, _ROUTINES):  # self.act = np.tanh: which one matters
             code = getattr(v, "__code__", None)
             line = f":{code.co_firstlineno}" if code is not None else ""
-            inner.append(f"{k}={getattr(v, '__module__', '')}.{v.__qualname__}{line}")
+            what = getattr(v, "__qualname__", getattr(v, "__name__", ""))
+            inner.append(f"{k}={getattr(v, '__module__', '')}.{what}{line}")
         elif not isinstance(v, _PLAIN):
             inner.append(f"{k}:{_type_name(v, depth - 1)}")
     return out + "{" + ",".join(inner) + "}" if inner else out

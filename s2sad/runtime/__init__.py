@@ -36,6 +36,7 @@ RULE_MODULES = (
 OPTIONAL_RULE_MODULES = (
     ("scipy_special", "scipy"),
     ("scipy_stats", "scipy"),
+    ("scipy_linalg", "scipy"),
 )
 
 
