@@ -103,3 +103,32 @@ def test_gradient_through_an_attribute_is_refused(fn, args):
         "test_objects.py" in text
         and "does not carry gradients through attributes" in text
     )
+
+
+def test_a_different_layer_list_compiles_again():
+    X = np.random.default_rng(5).normal(size=(4, 3))
+    f = s2sad.grad(co.layer_list_argument)
+    for layers in (
+        [co._dense(3, 3), co.Activation(co.TanH()), co._dense(3, 3)],
+        [co._dense(3, 3), co.ReLU(), co._dense(3, 3), co.Activation(co.Sigmoid())],
+    ):
+        want = numerical_grad(co.layer_list_argument, [X, layers], 0)
+        assert_close_tree(f(X, layers), want)
+
+
+def test_the_unrolled_loop_checks_the_classes_it_was_compiled_for():
+    from s2sad import pipeline
+
+    layers = [co._dense(3, 3), co.ReLU()]
+    X = np.ones((2, 3))
+    source, bindings = pipeline.compile_function(
+        co.layer_list_argument, (0,), example_args=(X, layers)
+    )
+    namespace = dict(bindings)
+    exec(compile(source, "<objects>", "exec"), namespace)  # noqa: S102 (our own output)
+    run = namespace["layer_list_argument_value_and_grad"]
+    run(X, layers)
+    with pytest.raises(errors.GlobalsChangedError, match="compiled for"):
+        run(X, [co._dense(3, 3), co.Activation(co.TanH())])
+    with pytest.raises(errors.GlobalsChangedError):
+        run(X, layers + [co.ReLU()])

@@ -123,3 +123,55 @@ def namedtuple_fields(X, p):
 @case(mat(3, 2), const(Config(0.5, np.eye(2) + 0.1)))
 def dataclass_fields(X, cfg):
     return cfg.scale * np.sum(np.sin(X @ cfg.W))
+
+
+class ReLU:
+    def forward_pass(self, X, training=True):
+        self.layer_input = X
+        return np.maximum(X, 0.0)
+
+
+class Softplus:
+    def __call__(self, x):
+        return np.logaddexp(0.0, x)
+
+
+class Sequential:
+    """ML-From-Scratch's NeuralNetwork: layers of different classes in a list."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def _forward_pass(self, X, training=True):
+        layer_output = X
+        for layer in self.layers:
+            layer_output = layer.forward_pass(layer_output, training)
+        return layer_output
+
+
+def _mlp():
+    return Sequential(
+        [_dense(3, 4), ReLU(), _dense(4, 4), Activation(Softplus()), _dense(4, 2)]
+    )
+
+
+@case(mat(5, 3), const(_mlp()))
+def sequential_of_mixed_layers(X, model):
+    return np.mean(model._forward_pass(X) ** 2)
+
+
+@case(mat(4, 3), const([_dense(3, 3), Activation(TanH()), _dense(3, 3), ReLU()]))
+def layer_list_argument(X, layers):
+    h = X
+    for layer in layers:
+        h = layer.forward_pass(h) + 0.1 * h
+    return np.sum(h**2)
+
+
+@case(mat(4, 3), const(_mlp()), mat(4, 2))
+def sequential_trained_for_two_steps(X, model, y):
+    total = 0.0
+    for step in range(2):
+        err = model._forward_pass(X * (step + 1)) - y
+        total = total + np.mean(err**2)
+    return total

@@ -167,26 +167,12 @@ class CallNormalizer:
         return getattr(base, expr.attr, MISSING)
 
     def example_value(self, expr: ast.expr) -> Any:
-        """The value of ``a.b.c`` in this call, for ``a`` an argument whose value the
-        compiler was given (a method's ``self``, an object passed to the gradient)
-        and that the function never rebinds; MISSING otherwise."""
-        chain = []
-        while isinstance(expr, ast.Attribute):
-            chain.append(expr.attr)
-            expr = expr.value
-        examples = self.parsed.example_args
-        if not isinstance(expr, ast.Name) or expr.id not in examples:
-            return MISSING
-        if expr.id in self.rebound:
-            return MISSING
-        value = examples[expr.id]
-        for attr in reversed(chain):
-            value = getattr(value, attr, MISSING)
-            if value is MISSING:
-                return MISSING
-        return value
+        """``example_of`` for this call's arguments."""
+        return example_of(expr, self.parsed.example_args, self.rebound)
 
     def classify(self, e: ast.Call) -> CallInfo:
+        if "call" in anno(e):  # made by the front end, classified there
+            return anno(e)["call"]
         func = e.func
         if isinstance(func, ast.Name) and func.id in self.local_functions:
             return CallInfo("local", func.id)
@@ -226,6 +212,31 @@ class CallNormalizer:
         if isinstance(func, ast.Attribute):
             return CallInfo("method", func.attr)
         return CallInfo("unknown")
+
+
+def example_of(expr: ast.expr, examples: dict, rebound: set) -> Any:
+    """The value of ``a.b[0].c`` for ``a`` an argument the compiler was given
+    and the function never rebinds; MISSING otherwise."""
+    path = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Subscript):
+            if not (
+                isinstance(expr.slice, ast.Constant) and type(expr.slice.value) is int
+            ):
+                return MISSING
+            path.append(expr.slice.value)
+        else:
+            path.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id not in examples or expr.id in rebound:
+        return MISSING
+    value = examples[expr.id]
+    for step in reversed(path):
+        try:
+            value = value[step] if isinstance(step, int) else getattr(value, step)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return MISSING
+    return value
 
 
 def as_written(v: ast.Call) -> ast.Call:

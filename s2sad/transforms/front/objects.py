@@ -17,14 +17,21 @@ refuses a name found in both, pointing at the read and the write.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import textwrap
+from typing import Any
+
+import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.runtime.objects import store_attribute
-from s2sad.transforms.astutil import anno, const, copy_loc, name
+from s2sad.runtime.support import globals_changed
+from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
 from s2sad.transforms.front import activity as activity_pass
-from s2sad.transforms.front.calls import CallInfo
+from s2sad.transforms.front.calls import CallInfo, example_of
+
+_PLAIN = (np.ndarray, np.generic, float, int, bool, complex, str, bytes, type(None))
 
 
 def store(target: ast.Attribute, obj: ast.expr, value: ast.expr) -> ast.stmt:
@@ -76,18 +83,18 @@ def run(job, module) -> None:
     source = job.parsed.source
     writes, reads = module.attribute_writes, module.attribute_reads
     problems = []
-    for call in _stores(job.node):
-        obj, value = call.args[0], call.args[2]
+    for site in _stores(job.node):
+        obj, value = site.args[0], site.args[2]
         if isinstance(obj, ast.Name) and obj.id in varied:
             problems.append(
                 source.problem(
-                    call,
+                    site,
                     f"attribute assignment on the differentiated value '{obj.id}'",
                     "keep differentiated values in local variables, lists or dicts",
                 )
             )
         if isinstance(value, ast.Name) and value.id in varied:
-            writes.setdefault(call.args[1].value, (source, call))
+            writes.setdefault(site.args[1].value, (source, site))
     funcs = {id(c.func) for c in ast.walk(job.node) if isinstance(c, ast.Call)}
     for sub in ast.walk(job.node):
         if (
@@ -98,14 +105,14 @@ def run(job, module) -> None:
             and sub.value.id in job.norm.locals
         ):
             reads.setdefault(sub.attr, (source, sub))
-    for call in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
-        info = anno(call).get("call")
-        given = [a.id for a in call.args if isinstance(a, ast.Name)]
+    for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
+        info = anno(site).get("call")
+        given = [a.id for a in site.args if isinstance(a, ast.Name)]
         if info is None or info.kind != "user" or set(given) & varied:
             continue
         # runs as plain Python: what it reads, it reads from the object as is
         for attr in _attributes_read(info.target, info.extra.get("receiver")):
-            reads.setdefault(attr, (source, call))
+            reads.setdefault(attr, (source, site))
     for attr in sorted(set(writes) & set(reads)):
         (rsrc, rnode), (wsrc, wnode) = reads[attr], writes[attr]
         what = ast.unparse(rnode if isinstance(rnode, ast.Attribute) else rnode.func)
@@ -123,3 +130,125 @@ def run(job, module) -> None:
         del reads[attr]
     if problems:
         raise UnsupportedSyntaxError(problems)
+
+
+# ---------------------------------------------------------------- lists of objects
+
+
+def _is_object(v: Any) -> bool:
+    return not isinstance(v, _PLAIN) and not callable(getattr(v, "__array__", None))
+
+
+def _bound(name_: str, obj: Any, origin: list | None) -> ast.Name:
+    node = name(name_)
+    anno(node)["bind"] = (obj, origin)
+    return node
+
+
+def _class_guard(it: ast.expr, objs: list, where: str) -> ast.stmt:
+    """``if len(it) != n or type(it[0]) is not C0 ...: globals_changed(...)``: the
+    unrolled loop holds only for the classes it was compiled for."""
+    tests: list[ast.expr] = [
+        ast.Compare(
+            left=call("len", copy.deepcopy(it)),
+            ops=[ast.NotEq()],
+            comparators=[const(len(objs))],
+        )
+    ]
+    for i, v in enumerate(objs):
+        cls = type(v)
+        item = ast.Subscript(value=copy.deepcopy(it), slice=const(i), ctx=ast.Load())
+        tests.append(
+            ast.Compare(
+                left=call("type", item),
+                ops=[ast.IsNot()],
+                comparators=[
+                    _bound(
+                        cls.__name__, cls, ["module", cls.__module__, cls.__qualname__]
+                    )
+                ],
+            )
+        )
+    names = ", ".join(type(v).__name__ for v in objs)
+    fail = ast.Call(
+        func=_bound("globals_changed", globals_changed, None),
+        args=[const(f"the classes in {where} (compiled for [{names}])")],
+        keywords=[],
+    )
+    anno(fail)["call"] = CallInfo("rule", globals_changed)
+    test = ast.BoolOp(op=ast.Or(), values=tests)
+    return ast.If(test=test, body=[ast.Expr(value=fail)], orelse=[])
+
+
+class _Unroll(ast.NodeTransformer):
+    """``for layer in self.layers: x = layer.forward_pass(x)`` over a list of objects
+    known at call time: one copy of the body per object, ``layer`` replaced by
+    ``self.layers[i]`` (whose methods then resolve on that object), after a
+    check that the list still holds the same classes (else: compile again)."""
+
+    def __init__(self, examples: dict, rebound: set):
+        self.examples, self.rebound = examples, rebound
+
+    def visit_FunctionDef(self, node):
+        return node  # nested functions keep their loops
+
+    def visit_For(self, node: ast.For):
+        self.generic_visit(node)
+        objs = example_of(node.iter, self.examples, self.rebound)
+        if (
+            not isinstance(objs, (list, tuple))
+            or not objs
+            or not any(_is_object(v) for v in objs)
+            or not isinstance(node.target, ast.Name)
+            or node.orelse
+            or any(isinstance(s, (ast.Break, ast.Continue)) for s in ast.walk(node))
+            or node.target.id in stores_in(node.body)
+        ):
+            return node
+        var = node.target.id
+        out = [
+            copy_loc(_class_guard(node.iter, list(objs), ast.unparse(node.iter)), node)
+        ]
+        for i in range(len(objs)):
+            item = ast.Subscript(value=node.iter, slice=const(i), ctx=ast.Load())
+            for stmt in node.body:
+                out.append(_Replace(var, item).visit(copy.deepcopy(stmt)))
+        last = ast.Subscript(
+            value=node.iter, slice=const(len(objs) - 1), ctx=ast.Load()
+        )
+        out.append(copy_loc(assign(var, copy.deepcopy(last)), node))
+        return out
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, var: str, expr: ast.expr):
+        self.var, self.expr = var, expr
+
+    def visit_Name(self, node: ast.Name):
+        if node.id == self.var and isinstance(node.ctx, ast.Load):
+            return copy_loc(copy.deepcopy(self.expr), node)
+        return node
+
+
+def unroll(node: ast.FunctionDef, examples: dict) -> None:
+    """Unroll the loops over lists of objects given in this call (see _Unroll)."""
+    if examples:
+        rebound = stores(node)
+        node.body = [
+            s
+            for stmt in node.body
+            for s in _listify(_Unroll(examples, rebound).visit(stmt))
+        ]
+
+
+def _listify(x):
+    return x if isinstance(x, list) else [x]
+
+
+def stores_in(body: list[ast.stmt]) -> set[str]:
+    return {
+        n.id
+        for s in body
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
