@@ -97,6 +97,14 @@ def _type_name(value: Any, depth: int = 3) -> str:
     return out + "{" + ",".join(inner) + "}" if inner else out
 
 
+def object_key(value: Any) -> str:
+    """What a method compiled for ``value`` as its receiver depends on: its class
+    and the classes (and functions) held in its attributes."""
+    if isinstance(value, (list, tuple)):
+        return _objects_in(value)
+    return _type_name(value)
+
+
 def _objects_in(seq) -> str:
     """``-``, or the classes of the objects in a list (layers)."""
     objs = [_type_name(x) for x in seq if not isinstance(x, _PLAIN)]

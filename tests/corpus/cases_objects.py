@@ -175,3 +175,28 @@ def sequential_trained_for_two_steps(X, model, y):
         err = model._forward_pass(X * (step + 1)) - y
         total = total + np.mean(err**2)
     return total
+
+
+@case(mat(4, 3), const([Activation(TanH()), _dense(3, 3), Activation(Softplus())]))
+def same_layer_class_different_functions(X, layers):
+    for layer in layers:
+        X = layer.forward_pass(X)
+    return np.sum(X * X)
+
+
+def _mse_of(model, X, y):
+    return np.mean((model(X) - y) ** 2)
+
+
+@case(mat(5, 3), const(TwoLayer(_dense(3, 4), Sigmoid(), _dense(4, 1))), mat(5, 1))
+def model_through_a_callee(X, model, y):
+    return _mse_of(model, X, y)
+
+
+@case(mat(5, 3), const(_mlp()), mat(5, 2))
+def sequential_through_a_callee(X, model, y):
+    return _seq_mse(model, X, y)
+
+
+def _seq_mse(model, X, y):
+    return np.mean((model._forward_pass(X) - y) ** 2)

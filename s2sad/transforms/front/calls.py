@@ -22,6 +22,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno, call, const, copy_loc
 from s2sad.transforms.front.parse import MISSING
@@ -166,6 +168,21 @@ class CallNormalizer:
             return MISSING
         return getattr(base, expr.attr, MISSING)
 
+    def pass_objects(self, e: ast.Call, info: CallInfo) -> None:
+        """The objects this call passes to a user function (``fit(model, X)``),
+        from this call's values: the callee resolves their methods on them."""
+        try:
+            params = list(inspect.signature(info.target).parameters)
+        except (TypeError, ValueError):
+            return
+        found = {}
+        for p, a in zip(params, e.args):
+            v = self.example_value(a)
+            if v is not MISSING and holds_objects(v):
+                found[p] = v
+        if found:
+            info.extra["examples"] = found
+
     def example_value(self, expr: ast.expr) -> Any:
         """``example_of`` for this call's arguments."""
         return example_of(expr, self.parsed.example_args, self.rebound)
@@ -237,6 +254,14 @@ def example_of(expr: ast.expr, examples: dict, rebound: set) -> Any:
         except (AttributeError, IndexError, KeyError, TypeError):
             return MISSING
     return value
+
+
+def holds_objects(v: Any) -> bool:
+    """An object with methods s2sad resolves, or a list or tuple holding one."""
+    if isinstance(v, (list, tuple)):
+        return any(holds_objects(x) for x in v)
+    plain = (np.ndarray, np.generic, float, int, complex, str, bytes, dict, type(None))
+    return not isinstance(v, plain) and not callable(getattr(v, "__array__", None))
 
 
 def as_written(v: ast.Call) -> ast.Call:

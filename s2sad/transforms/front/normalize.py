@@ -402,6 +402,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
             e = self._bind_arguments(e, info)
+        if info.kind == "user" and info.extra.get("self") is None:
+            self.pass_objects(e, info)
         args = [self.atom(a, out) for a in e.args]
         keywords = [
             ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords
