@@ -79,7 +79,7 @@ def _type_name(value: Any, depth: int = 3) -> str:
     t = type(value)
     out = f"{t.__module__}.{t.__qualname__}"
     attrs = getattr(value, "__dict__", None)
-    if depth == 0 or not isinstance(attrs, dict):
+    if depth == 0 or not isinstance(attrs, dict) or isinstance(value, _OPAQUE):
         return out
     inner = []
     for k, v in sorted(attrs.items()):
@@ -137,6 +137,8 @@ def type_signature(values: list[Any]) -> str:
     return ",".join(parts) + ("" if worthwhile(values) else ";small")
 
 
+#: objects whose attributes are no instance state (a module's globals...)
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.MethodType, np.vectorize)
 _ROUTINES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, np.ufunc)
 _PLAIN = (np.ndarray, np.generic, float, int, bool, list, tuple, dict, type(None), str)
 

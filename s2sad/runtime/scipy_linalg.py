@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from s2sad.runtime.linalg import _mT, d_cholesky, jvp_cholesky
+from s2sad.runtime.linalg import d_cholesky, jvp_cholesky
 from s2sad.runtime.reductions import like
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.support import unbroadcast
@@ -177,7 +177,7 @@ def _frechet(a: Any, e: Any) -> Any:
 @adjoint(scipy.linalg.expm)
 def d_expm(g, ans, A):
     a = np.asarray(A, dtype=np.result_type(A, g, np.float64))
-    return (like(_frechet(_mT(a), g), A),)
+    return (like(_frechet(np.swapaxes(a, -1, -2), g), A),)
 
 
 @tangent(scipy.linalg.expm)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno, call, const, copy_loc
+from s2sad.transforms.astutil import anno, call, const, copy_loc, stores
 from s2sad.transforms.front.parse import MISSING
 
 #: builtins returning a one-shot iterator over their (differentiated) arguments
@@ -98,7 +98,22 @@ class CallNormalizer:
                     "pass every parameter that has no default",
                 )
                 return e
-        return ast.Call(func=e.func, args=args, keywords=[])
+        new = ast.Call(func=e.func, args=args, keywords=[])
+        if info.kind == "user" and info.extra.get("self") is None:
+            self.pass_objects(new, info)
+        return new
+
+    def receiver_atom(
+        self, e: ast.Call, info: CallInfo, func: ast.expr, out
+    ) -> ast.expr:
+        """The receiver a method call passes first: the callee itself for a callable
+        object, an atom for ``self.l1`` in ``self.l1.forward_pass(x)``."""
+        receiver = info.extra["self"]
+        if receiver is e.func:
+            return func
+        if isinstance(receiver, ast.Name) or self.is_static(receiver):
+            return receiver
+        return self.atom(receiver, out, "receiver")
 
     def builtin_form(self, e: ast.Call, info: CallInfo) -> ast.expr | None:
         """The form of a builtin call that later passes differentiate, or None.
@@ -185,6 +200,8 @@ class CallNormalizer:
 
     def example_value(self, expr: ast.expr) -> Any:
         """``example_of`` for this call's arguments."""
+        if not hasattr(self, "rebound"):  # arguments resolve only if never rebound
+            self.rebound = stores(self.parsed.node)
         return example_of(expr, self.parsed.example_args, self.rebound)
 
     def classify(self, e: ast.Call) -> CallInfo:

@@ -59,7 +59,6 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             }
         )
         self.nonsimple = self._compound_stores(node.body)
-        self.rebound = stores(node)  # example arguments resolve only if never rebound
         self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
         self.problems = []
@@ -210,11 +209,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         elif isinstance(target, ast.Subscript):
             index = self.index(target.slice, out)
             self._setitem(target.value.id, index, self.atom(value, out, "value"), out)
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-            v = self.atom(value, out, target.attr)
-            out.append(objects.store(target, name(target.value.id), v))
-        else:  # validated earlier
-            self.error(target, "unsupported assignment target", "assign to a name")
+        else:  # obj.x = v, obj a name: validate refuses every other target
+            out.append(objects.store(target, self.atom(value, out, target.attr)))
 
     def _setitem(self, base: str, index: ast.expr, value: ast.expr, out) -> None:
         node = assign(
@@ -402,8 +398,6 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
             e = self._bind_arguments(e, info)
-        if info.kind == "user" and info.extra.get("self") is None:
-            self.pass_objects(e, info)
         args = [self.atom(a, out) for a in e.args]
         keywords = [
             ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords
@@ -421,12 +415,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             func = self.atom(func, out, "fn")
         node = ast.Call(func=func, args=args, keywords=keywords)
         if info.kind == "user" and info.extra.get("self") is not None:
-            receiver = info.extra["self"]
-            if receiver is e.func:  # a callable object: the receiver is the callee
-                receiver = func
-            elif not (isinstance(receiver, ast.Name) or self.is_static(receiver)):
-                receiver = self.atom(receiver, out, "receiver")
-            node.args.insert(0, receiver)
+            node.args.insert(0, self.receiver_atom(e, info, func, out))
         anno(node)["call"] = info
         return node
 

@@ -34,13 +34,14 @@ from s2sad.transforms.front.calls import CallInfo, example_of
 _PLAIN = (np.ndarray, np.generic, float, int, bool, complex, str, bytes, type(None))
 
 
-def store(target: ast.Attribute, obj: ast.expr, value: ast.expr) -> ast.stmt:
+def store(target: ast.Attribute, value: ast.expr) -> ast.stmt:
     """The statement writing ``value`` into ``obj.<target.attr>``."""
     func = name("store_attribute")
     anno(func)["bind"] = (
         store_attribute,
         ["module", "s2sad.runtime.objects", "store_attribute"],
     )
+    obj = name(target.value.id)
     node = ast.Call(func=func, args=[obj, const(target.attr), value], keywords=[])
     copy_loc(node, target)
     anno(node)["call"] = CallInfo("rule", store_attribute)
