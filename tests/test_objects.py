@@ -132,3 +132,33 @@ def test_the_unrolled_loop_checks_the_classes_it_was_compiled_for():
         run(X, [co._dense(3, 3), co.Activation(co.TanH())])
     with pytest.raises(errors.GlobalsChangedError):
         run(X, layers + [co.ReLU()])
+
+
+class _Scaler:
+    def __init__(self):
+        self.w = 1.0
+
+    def apply(self, x):
+        return self.w * x
+
+
+SCALER = _Scaler()
+
+
+def set_on_a_global_then_read_in_a_callee(w, x):
+    SCALER.w = w
+    return np.sum(SCALER.apply(x))
+
+
+def set_on_a_fresh_object_then_call_it(w, x):
+    s = _Scaler()
+    s.w = w
+    return np.sum(s.apply(x))
+
+
+@pytest.mark.parametrize(
+    "fn", [set_on_a_global_then_read_in_a_callee, set_on_a_fresh_object_then_call_it]
+)
+def test_an_object_read_where_s2sad_cannot_see_is_refused(fn):
+    with pytest.raises(errors.UnsupportedSyntaxError, match="attribute"):
+        s2sad.grad(fn)(2.0, np.ones(3))

@@ -75,6 +75,27 @@ def _attributes_read(fn, receiver) -> set[str]:
     return out
 
 
+def _opaque_reader(site: ast.Call, given: list[str], written: dict, source) -> list:
+    """A call s2sad cannot look into that gets an object this function set an
+    attribute of to a differentiated value: it may read it, without gradient."""
+    func = site.func
+    names = list(given)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        names.append(func.value.id)
+    hit = next((n for n in names if n in written), None)
+    if hit is None:
+        return []
+    return [
+        source.problem(
+            site,
+            f"'{ast.unparse(site)}' gets '{hit}', whose attribute '{written[hit]}' "
+            "this function set to a differentiated value, and s2sad cannot see "
+            "whether it reads it (gradients do not flow through attributes)",
+            "pass the value as an argument instead of storing it on the object",
+        )
+    ]
+
+
 def run(job, module) -> None:
     """Record this function's attribute writes and reads; refuse a read of an
     attribute that some function of the module writes a differentiated value to."""
@@ -84,6 +105,7 @@ def run(job, module) -> None:
     source = job.parsed.source
     writes, reads = module.attribute_writes, module.attribute_reads
     problems = []
+    written: dict[str, str] = {}  # object -> an attribute set to a differentiated value
     for site in _stores(job.node):
         obj, value = site.args[0], site.args[2]
         if isinstance(obj, ast.Name) and obj.id in varied:
@@ -96,19 +118,21 @@ def run(job, module) -> None:
             )
         if isinstance(value, ast.Name) and value.id in varied:
             writes.setdefault(site.args[1].value, (source, site))
+            if isinstance(obj, ast.Name):
+                written[obj.id] = site.args[1].value
     funcs = {id(c.func) for c in ast.walk(job.node) if isinstance(c, ast.Call)}
     for sub in ast.walk(job.node):
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.ctx, ast.Load)
             and id(sub) not in funcs
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id in job.norm.locals
         ):
             reads.setdefault(sub.attr, (source, sub))
     for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
         info = anno(site).get("call")
         given = [a.id for a in site.args if isinstance(a, ast.Name)]
+        if info is not None and info.kind in ("method", "unknown"):
+            problems += _opaque_reader(site, given, written, source)
         if info is None or info.kind != "user" or set(given) & varied:
             continue
         # runs as plain Python: what it reads, it reads from the object as is
