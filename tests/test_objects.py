@@ -162,3 +162,16 @@ def set_on_a_fresh_object_then_call_it(w, x):
 def test_an_object_read_where_s2sad_cannot_see_is_refused(fn):
     with pytest.raises(errors.UnsupportedSyntaxError, match="attribute"):
         s2sad.grad(fn)(2.0, np.ones(3))
+
+
+def calls_a_layer_made_here(x):
+    layer = co.Activation(co.TanH())
+    return np.sum(layer.forward_pass(x))
+
+
+def test_a_layer_made_inside_the_function_is_refused_with_a_way_out():
+    with pytest.raises(errors.UnsupportedSyntaxError) as info:
+        s2sad.grad(calls_a_layer_made_here)(np.ones(3))
+    text = str(info.value)
+    assert "layer.forward_pass(x)" in text and "pass it in as an argument" in text
+    assert "np.forward_pass" not in text
