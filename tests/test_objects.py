@@ -175,3 +175,12 @@ def test_a_layer_made_inside_the_function_is_refused_with_a_way_out():
     text = str(info.value)
     assert "layer.forward_pass(x)" in text and "pass it in as an argument" in text
     assert "np.forward_pass" not in text
+
+
+def test_a_bound_method_of_a_model_of_layers_is_the_differentiated_function():
+    model = co._mlp()
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    got = s2sad.grad(model.loss)(X, y)
+    np.testing.assert_array_equal(model.layers[0].layer_input, X)  # written by it
+    assert_close_tree(got, numerical_grad(model.loss, [X, y], 0))

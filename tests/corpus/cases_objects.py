@@ -148,6 +148,9 @@ class Sequential:
             layer_output = layer.forward_pass(layer_output, training)
         return layer_output
 
+    def loss(self, X, y):
+        return 0.5 * np.mean((self._forward_pass(X) - y) ** 2)
+
 
 def _mlp():
     return Sequential(
