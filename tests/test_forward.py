@@ -31,6 +31,7 @@ from tests.corpus import (  # noqa: F401
     cases_comprehensions,
     cases_data,
     cases_loops,
+    cases_objects,
 )
 from tests.corpus.registry import CASES
 
