@@ -9,6 +9,7 @@ and the runtime only, never the compiler.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -71,9 +72,43 @@ class CallBinding:
 # ---------------------------------------------------------------- cache keys
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: Any, depth: int = 3) -> str:
+    """The class of an object, with the classes of the objects it holds in its
+    attributes (``Net{l1:Dense{},l2:Dense{}}``): the compiled code resolved the
+    methods of those sub-objects too, so a different class there compiles again."""
     t = type(value)
-    return f"{t.__module__}.{t.__qualname__}"
+    out = f"{t.__module__}.{t.__qualname__}"
+    attrs = getattr(value, "__dict__", None)
+    if depth == 0 or not isinstance(attrs, dict) or isinstance(value, _OPAQUE):
+        return out
+    inner = []
+    for k, v in sorted(attrs.items()):
+        if isinstance(v, (list, tuple)):
+            objs = [_type_name(x, depth - 1) for x in v if not isinstance(x, _PLAIN)]
+            if objs:
+                inner.append(f"{k}:[{','.join(objs)}]")
+        elif isinstance(v, _ROUTINES):  # self.act = np.tanh: which one matters
+            code = getattr(v, "__code__", None)
+            line = f":{code.co_firstlineno}" if code is not None else ""
+            what = getattr(v, "__qualname__", getattr(v, "__name__", ""))
+            inner.append(f"{k}={getattr(v, '__module__', '')}.{what}{line}")
+        elif not isinstance(v, _PLAIN):
+            inner.append(f"{k}:{_type_name(v, depth - 1)}")
+    return out + "{" + ",".join(inner) + "}" if inner else out
+
+
+def object_key(value: Any) -> str:
+    """What a method compiled for ``value`` as its receiver depends on: its class
+    and the classes (and functions) held in its attributes."""
+    if isinstance(value, (list, tuple)):
+        return _objects_in(value)
+    return _type_name(value)
+
+
+def _objects_in(seq) -> str:
+    """``-``, or the classes of the objects in a list (layers)."""
+    objs = [_type_name(x) for x in seq if not isinstance(x, _PLAIN)]
+    return f"[{','.join(objs)}]" if objs else "-"
 
 
 def type_signature(values: list[Any]) -> str:
@@ -91,7 +126,7 @@ def type_signature(values: list[Any]) -> str:
         t = type(v)
         if t is np.ndarray or t is list or t is tuple or t is dict:
             arrays = True
-            parts.append("-")
+            parts.append(_objects_in(v) if t is list or t is tuple else "-")
         elif t is int or t is bool or t is str:
             parts.append("i")
         elif t is float:
@@ -107,6 +142,9 @@ def type_signature(values: list[Any]) -> str:
     return ",".join(parts) + ("" if worthwhile(values) else ";small")
 
 
+#: objects whose attributes are no instance state (a module's globals...)
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.MethodType, np.vectorize)
+_ROUTINES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, np.ufunc)
 _PLAIN = (np.ndarray, np.generic, float, int, bool, list, tuple, dict, type(None), str)
 
 

@@ -33,7 +33,7 @@ from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
-from s2sad.transforms.front import parse, prepare, shifts
+from s2sad.transforms.front import objects, parse, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
 
@@ -50,6 +50,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("desugar", prepare.desugar, BOTH),
     ("normalize", prepare.normalize, BOTH),
     ("bind", prepare.bind_statics, BOTH),
+    ("objects", objects.run, BOTH),
     ("activity", reverse.activity, (REVERSE,)),
     ("activity", forward.activity, (FORWARD,)),
     ("aliasing", reverse.aliasing, (REVERSE,)),

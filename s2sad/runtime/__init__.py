@@ -24,6 +24,7 @@ RULE_MODULES = (
     "linalg",
     "masked",
     "nn",
+    "objects",
     "pyfuncs",
     "reductions",
     "shapes",
@@ -35,6 +36,7 @@ RULE_MODULES = (
 OPTIONAL_RULE_MODULES = (
     ("scipy_special", "scipy"),
     ("scipy_stats", "scipy"),
+    ("scipy_linalg", "scipy"),
 )
 
 

@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from s2sad.binding import object_key
 from s2sad.options import Options
 from s2sad.transforms import comments
 from s2sad.transforms.astutil import Namer, anno, name
@@ -119,6 +120,10 @@ class ModuleBuilder:
     #: specialised globals: where the code reads one now (``model.helper``) -> the
     #: binding it was compiled for; the entry function checks them first (guards pass)
     guards: dict[str, str] = field(default_factory=dict)
+    #: attribute -> (source, node) of a write of a differentiated value / a read
+    #: (front/objects.py refuses an attribute found in both)
+    attribute_writes: dict[str, tuple] = field(default_factory=dict)
+    attribute_reads: dict[str, tuple] = field(default_factory=dict)
     rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     helpers_used: set[str] = field(default_factory=set)
     comments: list[str] = field(default_factory=list)
@@ -201,10 +206,16 @@ class ModuleBuilder:
             base = info.target
         else:
             # a method: compiled for the receiver's class, whose object its own
-            # method calls (self.g(...)) are resolved on
+            # method calls (self.g(...)) are resolved on, and for the classes
+            # of the objects it holds (self.activation_func(x))
             receiver = info.extra.get("receiver")
-            key = ("user", info.target, pattern, type(receiver))
+            key = ("user", info.target, pattern, object_key(receiver))
             base = info.target.__name__
+            if base == "__call__":  # a callable object: Sigmoid_call_forward
+                base = info.target.__qualname__.split(".")[-2] + "_call"
+        examples = info.extra.get("examples") or {}
+        if examples:  # objects passed to a plain function: its code depends on them
+            key = (*key, tuple(sorted((k, object_key(v)) for k, v in examples.items())))
         scalars = tuple(bool(b) for b in scalars)
         if any(scalars):
             key = (*key, scalars)
@@ -227,6 +238,7 @@ class ModuleBuilder:
             parsed = parse.parse_function(info.target)
             if receiver is not None and parsed.node.args.args:
                 parsed.example_args = {parsed.node.args.args[0].arg: receiver}
+            parsed.example_args = {**parsed.example_args, **examples}
         a = parsed.node.args
         params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
         if len(params) == len(scalars):

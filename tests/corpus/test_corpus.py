@@ -11,6 +11,7 @@ from tests.corpus import cases_data  # noqa: F401
 from tests.corpus import cases_combo  # noqa: F401
 from tests.corpus import cases_programs  # noqa: F401
 from tests.corpus import cases_builtins  # noqa: F401
+from tests.corpus import cases_objects  # noqa: F401
 from tests.corpus import cases_fuzz  # noqa: F401
 from tests.corpus import cases_comprehensions  # noqa: F401
 from tests.corpus import cases_generators  # noqa: F401

@@ -127,7 +127,10 @@ class ArgumentBinder:
             self._keys_check(e, callee, source, read, defaults, out)
         if any(kinds[p] != POSITIONAL for p in params):
             info.extra["kinds"] = [(p, kinds[p]) for p in params]
-        return ast.Call(func=e.func, args=args, keywords=[])
+        new = ast.Call(func=e.func, args=args, keywords=[])
+        if info.kind == "user" and info.extra.get("self") is None:
+            self.pass_objects(new, info)  # objects whose methods the callee calls
+        return new
 
     def _keys_check(self, e, callee, source, read, defaults, out) -> None:
         """``f(x, **d)``: Python refuses a key of ``d`` that names no parameter

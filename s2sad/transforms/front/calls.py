@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno, call, const, copy_loc, name
+from s2sad.transforms.astutil import anno, call, const, copy_loc, stores
 from s2sad.transforms.front.arguments import (
     KEYWORD_ONLY,
     POSITIONAL,
@@ -51,6 +53,18 @@ class LocalFunction:
 
 class CallNormalizer(ArgumentBinder):
     """Call handling for :class:`normalize.Normalizer` (a mixin: uses its helpers)."""
+
+    def receiver_atom(
+        self, e: ast.Call, info: CallInfo, func: ast.expr, out
+    ) -> ast.expr:
+        """The receiver a method call passes first: the callee itself for a callable
+        object, an atom for ``self.l1`` in ``self.l1.forward_pass(x)``."""
+        receiver = info.extra["self"]
+        if receiver is e.func:
+            return func
+        if isinstance(receiver, ast.Name) or self.is_static(receiver):
+            return receiver
+        return self.atom(receiver, out, "receiver")
 
     def builtin_form(self, e: ast.Call, info: CallInfo) -> ast.expr | None:
         """The form of a builtin call that later passes differentiate, or None.
@@ -120,7 +134,30 @@ class CallNormalizer(ArgumentBinder):
             return MISSING
         return getattr(base, expr.attr, MISSING)
 
+    def pass_objects(self, e: ast.Call, info: CallInfo) -> None:
+        """The objects this call passes to a user function (``fit(model, X)``),
+        from this call's values: the callee resolves their methods on them."""
+        try:
+            params = list(inspect.signature(info.target).parameters)
+        except (TypeError, ValueError):
+            return
+        found = {}
+        for p, a in zip(params, e.args):
+            v = self.example_value(a)
+            if v is not MISSING and holds_objects(v):
+                found[p] = v
+        if found:
+            info.extra["examples"] = found
+
+    def example_value(self, expr: ast.expr) -> Any:
+        """``example_of`` for this call's arguments."""
+        if not hasattr(self, "rebound"):  # arguments resolve only if never rebound
+            self.rebound = stores(self.parsed.node)
+        return example_of(expr, self.parsed.example_args, self.rebound)
+
     def classify(self, e: ast.Call) -> CallInfo:
+        if "call" in anno(e):  # made by the front end, classified there
+            return anno(e)["call"]
         func = e.func
         if isinstance(func, ast.Name) and func.id in self.local_functions:
             return CallInfo("local", func.id)
@@ -134,22 +171,65 @@ class CallNormalizer(ArgumentBinder):
                 )
                 return CallInfo("unknown")
             self_expr = func.value if isinstance(func, ast.Attribute) else None
-            return classify_object(obj, self_expr)
+            return classify_object(obj, self_expr, func)
+        if isinstance(func, ast.Call) and self.is_static(func.func):
+            # Sigmoid()(x): the class is known, so is the __call__ it runs
+            cls = self.resolve(func.func)
+            method = None
+            if isinstance(cls, type):
+                method = next(
+                    (
+                        k.__dict__["__call__"]
+                        for k in cls.__mro__
+                        if "__call__" in k.__dict__
+                    ),
+                    None,
+                )
+            if isinstance(method, types.FunctionType) and _has_source(method):
+                return CallInfo("user", method, {"self": func, "receiver": None})
+        # a method or callable object reached from an argument of this call
+        # (self.l1.forward_pass(x), self.activation(x)): resolved on its value
+        obj = self.example_value(func)
+        if obj is not MISSING:
+            info = classify_object(obj, _receiver(func), func)
+            if info.kind == "user" and "receiver" in info.extra:
+                return info
         if isinstance(func, ast.Attribute):
-            receiver = func.value
-            if (
-                isinstance(receiver, ast.Name)
-                and receiver.id in self.parsed.example_args
-            ):
-                obj = getattr(self.parsed.example_args[receiver.id], func.attr, MISSING)
-                if isinstance(obj, types.MethodType) and _has_source(obj.__func__):
-                    return CallInfo(
-                        "user",
-                        obj.__func__,
-                        {"self": name(receiver.id), "receiver": obj.__self__},
-                    )
             return CallInfo("method", func.attr)
         return CallInfo("unknown")
+
+
+def example_of(expr: ast.expr, examples: dict, rebound: set) -> Any:
+    """The value of ``a.b[0].c`` for ``a`` an argument the compiler was given
+    and the function never rebinds; MISSING otherwise."""
+    path = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Subscript):
+            if not (
+                isinstance(expr.slice, ast.Constant) and type(expr.slice.value) is int
+            ):
+                return MISSING
+            path.append(expr.slice.value)
+        else:
+            path.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id not in examples or expr.id in rebound:
+        return MISSING
+    value = examples[expr.id]
+    for step in reversed(path):
+        try:
+            value = value[step] if isinstance(step, int) else getattr(value, step)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return MISSING
+    return value
+
+
+def holds_objects(v: Any) -> bool:
+    """An object with methods s2sad resolves, or a list or tuple holding one."""
+    if isinstance(v, (list, tuple)):
+        return any(holds_objects(x) for x in v)
+    plain = (np.ndarray, np.generic, float, int, complex, str, bytes, dict, type(None))
+    return not isinstance(v, plain) and not callable(getattr(v, "__array__", None))
 
 
 def as_written(v: ast.Call) -> ast.Call:
@@ -180,8 +260,14 @@ def as_written(v: ast.Call) -> ast.Call:
     return ast.copy_location(new, v)
 
 
-def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
-    """How a call to the Python object ``obj`` is differentiated."""
+def _receiver(func: ast.expr) -> ast.expr | None:
+    return func.value if isinstance(func, ast.Attribute) else None
+
+
+def classify_object(
+    obj: Any, self_expr: ast.expr | None = None, func: ast.expr | None = None
+) -> CallInfo:
+    """How a call to the Python object ``obj`` (written ``func``) is differentiated."""
     if registry.lookup(obj) is not None:
         return CallInfo("rule", obj)
     if isinstance(obj, types.MethodType):
@@ -193,6 +279,10 @@ def classify_object(obj: Any, self_expr: ast.expr | None = None) -> CallInfo:
             )
     if isinstance(obj, types.FunctionType) and _has_source(obj):
         return CallInfo("user", obj)
+    method = call_method(obj)
+    if method is not None and func is not None:
+        # a callable object: obj(x) runs type(obj).__call__(obj, x)
+        return CallInfo("user", method, {"self": func, "receiver": obj})
     return CallInfo("unknown", obj)
 
 

@@ -16,9 +16,8 @@ the top level of the function gets a fresh version at each assignment::
                                                  row = seq[i]
                                                  add_1 = h_1 + row  ...
 
-Calls are classified (``anno(call)["call"]``) as ``rule``, ``user``, ``local``
-(a lifted nested function), ``method`` or ``unknown``; activity analysis and the
-reverse pass decide from that what each call needs.
+Calls are classified (``anno(call)["call"]``) as ``rule``, ``user``, ``local`` (a
+lifted nested function), ``method`` or ``unknown``: what later passes go by.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import ast
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
+from s2sad.transforms.front import objects
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
@@ -207,8 +207,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         elif isinstance(target, ast.Subscript):
             index = self.index(target.slice, out)
             self._setitem(target.value.id, index, self.atom(value, out, "value"), out)
-        else:  # validated earlier
-            self.error(target, "unsupported assignment target", "assign to a name")
+        else:  # obj.x = v, obj a name: validate refuses every other target
+            out.append(objects.store(target, self.atom(value, out, target.attr)))
 
     def _setitem(self, base: str, index: ast.expr, value: ast.expr, out) -> None:
         node = assign(
@@ -416,7 +416,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             func = self.atom(func, out, "fn")
         node = ast.Call(func=func, args=args, keywords=keywords)
         if info.kind == "user" and info.extra.get("self") is not None:
-            node.args.insert(0, info.extra["self"])
+            node.args.insert(0, self.receiver_atom(e, info, func, out))
         anno(node)["call"] = info
         return node
 

@@ -19,7 +19,14 @@ import sys
 import types
 
 from s2sad.transforms.astutil import Namer, anno, name
-from s2sad.transforms.front import comprehensions, generators, hygiene, inplace, parse
+from s2sad.transforms.front import (
+    comprehensions,
+    generators,
+    hygiene,
+    inplace,
+    objects,
+    parse,
+)
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front import normalize as normalize_pass
 from s2sad.transforms.front import validate as validate_pass
@@ -58,6 +65,7 @@ def desugar(job, module) -> None:
         | module.namer.used
         | set(module.helper_names)
     )
+    objects.unroll(node, job.parsed.example_args)
     comprehensions.run(node, job.namer, job.parsed.source)
     desugar_pass.run(node, job.namer)
 
@@ -107,6 +115,14 @@ class _Binder(ast.NodeTransformer):
         if not isinstance(sub.ctx, ast.Load) or id(sub) in self.seen:
             return sub
         self.seen.add(id(sub))
+        if "bind" in anno(sub):  # a runtime function the front end calls
+            obj, origin = anno(sub)["bind"]
+            if getattr(obj, "__module__", "") == "s2sad.runtime.support":
+                sub.id = self.module.helper(obj.__name__).id
+                anno(sub)["helper"] = sub.id
+                return sub
+            sub.id = self.module.bind(sub.id, obj, origin)
+            return sub
         if (
             sub.id in self.norm.locals
             or sub.id in self.norm.local_functions

@@ -225,12 +225,12 @@ class _Validator(ast.NodeVisitor):
 
     def _check_target(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
-            self.report(
-                target,
-                "assignment to an attribute",
-                "s2sad does not track object mutation; use a local variable "
-                "or a dict",
-            )
+            if not isinstance(target.value, ast.Name):  # obj.x = v: front/objects.py
+                self.report(
+                    target,
+                    "assignment to an attribute of an expression",
+                    "assign the object to a local first: o = a.b; o.x = ...",
+                )
         elif isinstance(target, ast.Starred):
             self.report(target, "starred assignment target", "unpack by index instead")
         elif isinstance(target, (ast.Tuple, ast.List)):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
 from s2sad.transforms.inline import bind_np, definite_positions, instantiate
@@ -47,7 +49,9 @@ class RuleCalls:
         rule = registry.lookup(fn) if fn is not None else None
         if rule is None or rule.adjoint is None:
             if rule is None:
-                self.fc.fail(node, f"no adjoint rule for {ast.unparse(node)}")
+                self.fc.fail(
+                    node, f"no adjoint rule for {ast.unparse(node)}", _hint(node)
+                )
             return
         gx, ans = name(self.g(x)), name(x)
         self.output = x
@@ -206,3 +210,18 @@ def _named_params(rule_fn) -> int:
     """Number of named positional parameters after (g, ans)."""
     code = rule_fn.__code__
     return max(code.co_argcount - 2, 0)
+
+
+def _hint(node: ast.AST) -> str:
+    """What to do about ``obj.method(x)`` that has no rule (objects.py's resolution
+    reaches only objects the differentiated call is given)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return ""
+    recv, meth = ast.unparse(node.func.value), node.func.attr
+    own = (
+        f"if '{recv}' is an object of your own made in this function, pass it in as "
+        "an argument instead: s2sad resolves the methods of the objects a call is given"
+    )
+    if hasattr(np, meth):
+        return f"if '{recv}' is an array, call np.{meth}({recv}, ...); {own}"
+    return own

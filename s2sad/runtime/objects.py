@@ -1,0 +1,32 @@
+"""Attribute assignment on objects: ``self.x = v`` inside differentiated code.
+
+Normalize turns ``obj.attr = value`` into ``store_attribute(obj, "attr", value)``,
+which does what Python does: the object holds the value afterwards.  The write
+itself contributes nothing to any gradient; a later read of the attribute
+inside the differentiated call would carry one, and the compiler refuses it
+(s2sad/transforms/front/objects.py).
+
+An array is stored as a copy: emitted gradient code may compute an
+intermediate into a preallocated buffer that a later call writes over, and
+the object must keep the value it was given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.registry import nondifferentiable
+from s2sad.runtime.tangents import constant
+
+
+def store_attribute(obj: Any, attr: str, value: Any) -> None:
+    """``setattr(obj, attr, value)``, arrays copied (see the module docstring)."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+    setattr(obj, attr, value)
+
+
+nondifferentiable(store_attribute)
+constant(store_attribute)

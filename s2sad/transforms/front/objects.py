@@ -1,0 +1,279 @@
+"""Objects: attribute assignment (``self.x = v``) and the check that keeps it sound.
+
+Normalize rewrites ``obj.attr = value`` (``obj`` a local name) into a call that
+does what Python does, so the object holds the value after the differentiated
+call (ML-From-Scratch's ``Dense.forward_pass`` caching its input)::
+
+    self.layer_input = X    ->    store_attribute(self, "layer_input", X)
+
+The write contributes nothing to a gradient.  A read of the same attribute
+elsewhere in the differentiated call would carry one through the object, which
+s2sad does not follow: the ``objects`` pass (both modes, after ``bind``) records,
+for the whole module, every attribute written with a value that depends on the
+differentiated arguments and every attribute read from a local object, and
+refuses a name found in both, pointing at the read and the write.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from s2sad.errors import UnsupportedSyntaxError
+from s2sad.runtime.objects import store_attribute
+from s2sad.runtime.support import globals_changed
+from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
+from s2sad.transforms.front import activity as activity_pass
+from s2sad.transforms.front.calls import CallInfo, example_of
+
+_PLAIN = (np.ndarray, np.generic, float, int, bool, complex, str, bytes, type(None))
+
+
+def store(target: ast.Attribute, value: ast.expr) -> ast.stmt:
+    """The statement writing ``value`` into ``obj.<target.attr>``."""
+    func = name("store_attribute")
+    anno(func)["bind"] = (
+        store_attribute,
+        ["module", "s2sad.runtime.objects", "store_attribute"],
+    )
+    obj = name(target.value.id)
+    node = ast.Call(func=func, args=[obj, const(target.attr), value], keywords=[])
+    copy_loc(node, target)
+    anno(node)["call"] = CallInfo("rule", store_attribute)
+    anno(node)["attribute_store"] = target.attr
+    return copy_loc(ast.Expr(value=node), target)
+
+
+def _stores(node: ast.FunctionDef):
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and "attribute_store" in anno(sub):
+            yield sub
+
+
+def _attributes_read(fn, receiver) -> set[str]:
+    """Attribute names a function called as plain Python reads (and, for a method,
+    every method of its class: it may call them through ``self``)."""
+    fns = [fn]
+    if receiver is not None:
+        fns += [v for v in vars(type(receiver)).values() if callable(v)]
+    out = set()
+    for f in fns:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        out |= {
+            s.attr
+            for s in ast.walk(tree)
+            if isinstance(s, ast.Attribute) and isinstance(s.ctx, ast.Load)
+        }
+    return out
+
+
+def _opaque_reader(site: ast.Call, given: list[str], written: dict, source) -> list:
+    """A call s2sad cannot look into that gets an object this function set an
+    attribute of to a differentiated value: it may read it, without gradient."""
+    func = site.func
+    names = list(given)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        names.append(func.value.id)
+    hit = next((n for n in names if n in written), None)
+    if hit is None:
+        return []
+    return [
+        source.problem(
+            site,
+            f"'{ast.unparse(site)}' gets '{hit}', whose attribute '{written[hit]}' "
+            "this function set to a differentiated value, and s2sad cannot see "
+            "whether it reads it (gradients do not flow through attributes)",
+            "pass the value as an argument instead of storing it on the object",
+        )
+    ]
+
+
+def run(job, module) -> None:
+    """Record this function's attribute writes and reads; refuse a read of an
+    attribute that some function of the module writes a differentiated value to."""
+    stmts = list(activity_pass.simple_statements(job.node.body))
+    flows = [activity_pass.flow(s) for s in stmts]
+    varied = activity_pass.solve(job.node, job.wrt, flows, False).active
+    source = job.parsed.source
+    writes, reads = module.attribute_writes, module.attribute_reads
+    problems = []
+    written: dict[str, str] = {}  # object -> an attribute set to a differentiated value
+    for site in _stores(job.node):
+        obj, value = site.args[0], site.args[2]
+        if isinstance(obj, ast.Name) and obj.id in varied:
+            problems.append(
+                source.problem(
+                    site,
+                    f"attribute assignment on the differentiated value '{obj.id}'",
+                    "keep differentiated values in local variables, lists or dicts",
+                )
+            )
+        if isinstance(value, ast.Name) and value.id in varied:
+            writes.setdefault(site.args[1].value, (source, site))
+            if isinstance(obj, ast.Name):
+                written[obj.id] = site.args[1].value
+    funcs = {id(c.func) for c in ast.walk(job.node) if isinstance(c, ast.Call)}
+    for sub in ast.walk(job.node):
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.ctx, ast.Load)
+            and id(sub) not in funcs
+        ):
+            reads.setdefault(sub.attr, (source, sub))
+    for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
+        info = anno(site).get("call")
+        given = [a.id for a in site.args if isinstance(a, ast.Name)]
+        if info is not None and info.kind in ("method", "unknown"):
+            problems += _opaque_reader(site, given, written, source)
+        if info is None or info.kind != "user" or set(given) & varied:
+            continue
+        # runs as plain Python: what it reads, it reads from the object as is
+        for attr in _attributes_read(info.target, info.extra.get("receiver")):
+            reads.setdefault(attr, (source, site))
+    for attr in sorted(set(writes) & set(reads)):
+        (rsrc, rnode), (wsrc, wnode) = reads[attr], writes[attr]
+        what = ast.unparse(rnode if isinstance(rnode, ast.Attribute) else rnode.func)
+        problems.append(
+            rsrc.problem(
+                rnode,
+                f"'{what}' reads the attribute '{attr}', which the "
+                f"differentiated call sets to a differentiated value (at line "
+                f"{wnode.lineno} of {wsrc.filename}); s2sad does not carry "
+                "gradients through attributes",
+                "pass the value as an argument or return it, instead of reading it "
+                "back from the object",
+            )
+        )
+        del reads[attr]
+    if problems:
+        raise UnsupportedSyntaxError(problems)
+
+
+# ---------------------------------------------------------------- lists of objects
+
+
+def _is_object(v: Any) -> bool:
+    return not isinstance(v, _PLAIN) and not callable(getattr(v, "__array__", None))
+
+
+def _bound(name_: str, obj: Any, origin: list | None) -> ast.Name:
+    node = name(name_)
+    anno(node)["bind"] = (obj, origin)
+    return node
+
+
+def _class_guard(it: ast.expr, objs: list, where: str) -> ast.stmt:
+    """``if len(it) != n or type(it[0]) is not C0 ...: globals_changed(...)``: the
+    unrolled loop holds only for the classes it was compiled for."""
+    tests: list[ast.expr] = [
+        ast.Compare(
+            left=call("len", copy.deepcopy(it)),
+            ops=[ast.NotEq()],
+            comparators=[const(len(objs))],
+        )
+    ]
+    for i, v in enumerate(objs):
+        cls = type(v)
+        item = ast.Subscript(value=copy.deepcopy(it), slice=const(i), ctx=ast.Load())
+        tests.append(
+            ast.Compare(
+                left=call("type", item),
+                ops=[ast.IsNot()],
+                comparators=[
+                    _bound(
+                        cls.__name__, cls, ["module", cls.__module__, cls.__qualname__]
+                    )
+                ],
+            )
+        )
+    names = ", ".join(type(v).__name__ for v in objs)
+    fail = ast.Call(
+        func=_bound("globals_changed", globals_changed, None),
+        args=[const(f"the classes in {where} (compiled for [{names}])")],
+        keywords=[],
+    )
+    anno(fail)["call"] = CallInfo("rule", globals_changed)
+    test = ast.BoolOp(op=ast.Or(), values=tests)
+    return ast.If(test=test, body=[ast.Expr(value=fail)], orelse=[])
+
+
+class _Unroll(ast.NodeTransformer):
+    """``for layer in self.layers: x = layer.forward_pass(x)`` over a list of objects
+    known at call time: one copy of the body per object, ``layer`` replaced by
+    ``self.layers[i]`` (whose methods then resolve on that object), after a
+    check that the list still holds the same classes (else: compile again)."""
+
+    def __init__(self, examples: dict, rebound: set):
+        self.examples, self.rebound = examples, rebound
+
+    def visit_FunctionDef(self, node):
+        return node  # nested functions keep their loops
+
+    def visit_For(self, node: ast.For):
+        self.generic_visit(node)
+        objs = example_of(node.iter, self.examples, self.rebound)
+        if (
+            not isinstance(objs, (list, tuple))
+            or not objs
+            or not any(_is_object(v) for v in objs)
+            or not isinstance(node.target, ast.Name)
+            or node.orelse
+            or any(isinstance(s, (ast.Break, ast.Continue)) for s in ast.walk(node))
+            or node.target.id in stores_in(node.body)
+        ):
+            return node
+        var = node.target.id
+        out = [
+            copy_loc(_class_guard(node.iter, list(objs), ast.unparse(node.iter)), node)
+        ]
+        for i in range(len(objs)):
+            item = ast.Subscript(value=node.iter, slice=const(i), ctx=ast.Load())
+            for stmt in node.body:
+                out.append(_Replace(var, item).visit(copy.deepcopy(stmt)))
+        last = ast.Subscript(
+            value=node.iter, slice=const(len(objs) - 1), ctx=ast.Load()
+        )
+        out.append(copy_loc(assign(var, copy.deepcopy(last)), node))
+        return out
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, var: str, expr: ast.expr):
+        self.var, self.expr = var, expr
+
+    def visit_Name(self, node: ast.Name):
+        if node.id == self.var and isinstance(node.ctx, ast.Load):
+            return copy_loc(copy.deepcopy(self.expr), node)
+        return node
+
+
+def unroll(node: ast.FunctionDef, examples: dict) -> None:
+    """Unroll the loops over lists of objects given in this call (see _Unroll)."""
+    if examples:
+        rebound = stores(node)
+        node.body = [
+            s
+            for stmt in node.body
+            for s in _listify(_Unroll(examples, rebound).visit(stmt))
+        ]
+
+
+def _listify(x):
+    return x if isinstance(x, list) else [x]
+
+
+def stores_in(body: list[ast.stmt]) -> set[str]:
+    return {
+        n.id
+        for s in body
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
