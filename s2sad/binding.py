@@ -102,7 +102,16 @@ def object_key(value: Any) -> str:
     and the classes (and functions) held in its attributes."""
     if isinstance(value, (list, tuple)):
         return _objects_in(value)
+    if isinstance(value, _ROUTINES):  # a function argument: which one, exactly
+        return f"{_routine_name(value)}@{id(value)}"
     return _type_name(value)
+
+
+def _routine_name(v: Any) -> str:
+    code = getattr(v, "__code__", None)
+    line = f":{code.co_firstlineno}" if code is not None else ""
+    what = getattr(v, "__qualname__", getattr(v, "__name__", ""))
+    return f"{getattr(v, '__module__', '')}.{what}{line}"
 
 
 def _objects_in(seq) -> str:
@@ -135,6 +144,8 @@ def type_signature(values: list[Any]) -> str:
             # not a Python number: scalar code treats those as numbers
             # (transforms/reverse/scalars.py), so these need a module of their own
             parts.append(t.__name__)
+        elif isinstance(v, _ROUTINES):  # activation=np.tanh: which function
+            parts.append(f"fn:{_routine_name(v)}")
         else:
             parts.append(_type_name(v))
     if not arrays:

@@ -34,6 +34,14 @@ from s2sad.transforms.front.arguments import (
 )
 from s2sad.transforms.front.parse import MISSING
 
+#: function values a parameter is specialised on (front/callees.py)
+_FUNCTIONS = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    np.ufunc,
+)
+
 #: builtins returning a one-shot iterator over their (differentiated) arguments
 MATERIALIZED = (zip, enumerate, reversed)
 
@@ -144,6 +152,10 @@ class CallNormalizer(ArgumentBinder):
         found = {}
         for p, a in zip(params, e.args):
             v = self.example_value(a)
+            if v is MISSING and self.is_static(a):
+                v = self.resolve(a)  # odeint(dynamics, y0, t): which function
+                if not isinstance(v, _FUNCTIONS):
+                    continue
             if v is not MISSING and holds_objects(v):
                 found[p] = v
         if found:
@@ -193,6 +205,14 @@ class CallNormalizer(ArgumentBinder):
         if obj is not MISSING:
             info = classify_object(obj, _receiver(func), func)
             if info.kind == "user" and "receiver" in info.extra:
+                return info
+            if (
+                isinstance(func, ast.Name)
+                and isinstance(obj, _FUNCTIONS)
+                and info.kind in ("rule", "user")
+            ):
+                # a function given in this call (odeint(func, ...)): specialised
+                # on it, and checked first thing (front/callees.py)
                 return info
         if isinstance(func, ast.Attribute):
             return CallInfo("method", func.attr)

@@ -20,6 +20,7 @@ import types
 
 from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import (
+    callees,
     comprehensions,
     generators,
     hygiene,
@@ -66,6 +67,7 @@ def desugar(job, module) -> None:
         | set(module.helper_names)
     )
     objects.unroll(node, job.parsed.example_args)
+    callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
     comprehensions.run(node, job.namer, job.parsed.source)
     desugar_pass.run(node, job.namer)
 
