@@ -34,6 +34,7 @@ from tests.corpus import (  # noqa: F401
     cases_loops,
     cases_objects,
     cases_refuse_runtime,
+    cases_runtime_callees,
     cases_unpacking,
 )
 from tests.corpus.registry import CASES

@@ -22,6 +22,7 @@ from tests.corpus import (  # noqa: F401
     cases_generators,
     cases_loops,
     cases_refuse_runtime,
+    cases_runtime_callees,
     cases_unpacking,
 )
 from tests.corpus.registry import CASES
@@ -55,6 +56,8 @@ SECOND_ORDER_CASES = {
     "non_literal_default_in_loop", "try_in_branch_not_taken",
     "refusal_in_callee_branch", "catch_warnings_in_loop",
     "gen_layers_in_for", "gen_yield_from", "gen_with_early_return",
+    "ode_function_argument", "ode_two_dynamics", "callable_default",
+    "activation_argument", "sum_map_partial", "reduce_lambda",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

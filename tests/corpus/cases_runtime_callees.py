@@ -130,3 +130,33 @@ def map_over_rows_in_loop(X):
     for k in range(2):
         total = total + sum(map(np.tanh, X * (k + 1)))
     return np.sum(total)
+
+
+def make_act(k):
+    return lambda z: np.tanh(k * z)
+
+
+@case(mat(3, 2), mat(4, 3), argnums=(0, 1))
+def returned_lambda(W, x):
+    act = make_act(2.0)
+    return np.sum(act(x @ W))
+
+
+@case(mat(3, 3), mat(2, 3), vec(1, positive=True), argnums=(0, 2))
+def returned_lambda_over_argument_in_loop(W, x, k):
+    act = make_act(k[0])
+    for _ in range(2):
+        x = act(x @ W)
+    return np.sum(x**2)
+
+
+def soft_step(v):
+    """A Python scalar function with a branch, as np.vectorize is given."""
+    if v > 0:
+        return v * v
+    return 0.5 * np.sin(v)
+
+
+@case(mat(2, 3))
+def vectorize_python_function(x):
+    return np.sum(np.vectorize(soft_step)(x) * x)

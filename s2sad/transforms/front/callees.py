@@ -46,6 +46,7 @@ import numpy as np
 
 from s2sad.runtime.support import globals_changed
 from s2sad.transforms.astutil import Namer, anno, assign, const, copy_loc, name, stores
+from s2sad.transforms.front import parse
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.parse import MISSING
 
@@ -208,7 +209,75 @@ class _Rewriter:
         for stmt in stmts:
             if anno(stmt).get("partial_alias"):
                 continue
-            out.extend(self.statement(stmt))
+            made = self.factory(stmt)
+            out.extend(made if made is not None else self.statement(stmt))
+        return out
+
+    def factory(self, stmt: ast.stmt) -> list[ast.stmt] | None:
+        """``act = make_act(2.0)`` where ``make_act`` only returns a lambda: its
+        parameters become fresh locals and ``act`` that lambda (a local function,
+        whose calls normalize resolves)::
+
+            def make_act(k):                    k_1 = 2.0
+                return lambda z: np.tanh(k * z) act = lambda z: np.tanh(k_1 * z)
+        """
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and not stmt.value.keywords
+            and not any(isinstance(a, ast.Starred) for a in stmt.value.args)
+        ):
+            return None
+        fn = self.resolve(stmt.value.func)
+        if not isinstance(fn, types.FunctionType) or fn.__closure__:
+            return None
+        try:
+            node = parse.parse_function(fn).node
+        except Exception:  # noqa: BLE001  (no source: not a factory s2sad reads)
+            return None
+        body = node.body
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
+            body = body[1:]  # a docstring
+        a = node.args
+        if (
+            len(body) != 1
+            or not isinstance(body[0], ast.Return)
+            or not isinstance(body[0].value, ast.Lambda)
+            or a.vararg
+            or a.kwarg
+            or a.kwonlyargs
+            or a.posonlyargs
+            or a.defaults
+            or len(a.args) != len(stmt.value.args)
+        ):
+            return None
+        lam = body[0].value
+        inner = {p.arg for p in lam.args.args}
+        outer = [p.arg for p in a.args]
+        free = {
+            n.id
+            for n in ast.walk(lam.body)
+            if isinstance(n, ast.Name) and n.id not in inner and n.id not in outer
+        }
+        for var in free:  # the lambda's globals must mean the same here
+            if var in self.locals or self.env.lookup(var) is not fn.__globals__.get(
+                var, getattr(builtins, var, MISSING)
+            ):
+                return None
+        table = {p: self.namer.fresh(p) for p in outer if p not in inner}
+        out = [
+            copy_loc(assign(table[p], arg), stmt)
+            for p, arg in zip(outer, stmt.value.args)
+            if p in table
+        ]
+        lam.body = _Rename(table).visit(lam.body)
+        out.append(copy_loc(assign(stmt.targets[0].id, lam), stmt))
         return out
 
     def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
@@ -291,6 +360,8 @@ class _Exprs(ast.NodeTransformer):
             if self.hoist and not node.keywords:
                 return self.reduce(node)
             return node
+        if self.vectorized(node):
+            return self.vectorize(node)
         if rw.is_partial(node.func) or (
             isinstance(node.func, ast.Name) and node.func.id in rw.partials
         ):  # partial(f, a)(x), g(x) for g = partial(f, a)
@@ -298,6 +369,49 @@ class _Exprs(ast.NodeTransformer):
                 return node
             return rw.apply(node.func, node.args, node, node.keywords)
         return node
+
+    def vectorized(self, node: ast.Call) -> bool:
+        f = node.func
+        return (
+            isinstance(f, ast.Call)
+            and self.rw.is_(f.func, np.vectorize)
+            and len(f.args) == 1
+            and not f.keywords
+            and len(node.args) == 1
+            and not isinstance(node.args[0], ast.Starred)
+            and not node.keywords
+        )
+
+    def vectorize(self, node: ast.Call) -> ast.expr:
+        """``np.vectorize(f)(x)`` -> ``np.reshape(np.array([f(v) for v in
+        np.ravel(x)]), np.shape(x))``: ``f`` once per entry, as NumPy runs it."""
+        rw = self.rw
+        np_name = _numpy_name(rw)
+        if np_name is None or not self.hoist:
+            return node
+        x = node.args[0]
+        if not isinstance(x, ast.Name):
+            tmp = rw.namer.fresh("vec_arg")
+            self.before.append(copy_loc(assign(tmp, x), node))
+            x = name(tmp)
+        v = rw.namer.fresh("entry")
+
+        def np_attr(attr: str) -> ast.expr:
+            return ast.Attribute(value=name(np_name), attr=attr, ctx=ast.Load())
+
+        comp = ast.comprehension(
+            target=name(v, True),
+            iter=ast.Call(func=np_attr("ravel"), args=[name(x.id)], keywords=[]),
+            ifs=[],
+            is_async=0,
+        )
+        values = ast.ListComp(
+            elt=rw.apply(node.func.args[0], [name(v)], node), generators=[comp]
+        )
+        array = ast.Call(func=np_attr("array"), args=[values], keywords=[])
+        shape = ast.Call(func=np_attr("shape"), args=[name(x.id)], keywords=[])
+        out = ast.Call(func=np_attr("reshape"), args=[array, shape], keywords=[])
+        return copy_loc(out, node)
 
     def map(self, node: ast.Call) -> ast.expr:
         """``map(f, xs, ys)`` -> ``[f(v, w) for v, w in zip(xs, ys)]``."""
@@ -343,6 +457,14 @@ class _Exprs(ast.NodeTransformer):
         )
         self.before.append(copy_loc(loop, node))
         return copy_loc(name(acc), node)
+
+
+def _numpy_name(rw: _Rewriter) -> str | None:
+    """A global name the function could use for NumPy (``np``), or None."""
+    for var in ("np", "numpy"):
+        if var not in rw.locals and rw.env.lookup(var) is np:
+            return var
+    return None
 
 
 def call_(fn: str, args: list[ast.expr]) -> ast.Call:
