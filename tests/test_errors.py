@@ -152,7 +152,6 @@ def test_callee_chosen_at_run_time_is_refused_with_a_reason():
 @pytest.mark.parametrize(
     "fn, needle, name, hint",
     [
-        (bad.builtin_map, "map(np.sin, x)", "map", "for loop"),
         (bad.builtin_filter, "list(filter(", "filter", "for loop"),
         (bad.builtin_next, "iter([x", "iter", "index the sequence"),
         (bad.builtin_set, "set([", "set", "keep a list"),

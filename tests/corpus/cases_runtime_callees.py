@@ -160,3 +160,10 @@ def soft_step(v):
 @case(mat(2, 3))
 def vectorize_python_function(x):
     return np.sum(np.vectorize(soft_step)(x) * x)
+
+
+@case(vec(3))
+def list_of_map_indexed(x):
+    """Refused before issue 14 (tests/fixtures/bad_code.py had it)."""
+    ys = list(map(np.sin, x))
+    return ys[0] + ys[1]
