@@ -137,3 +137,22 @@ def test_forward_mode_rebinding():
             2 * h
         )
         np.testing.assert_allclose(tangent, want, rtol=1e-6)
+
+
+def local_lambda_into_callee(W, x):
+    return np.sum(inner(W, x, lambda z: np.tanh(z)))
+
+
+def vectorize_alias(x):
+    vf = np.vectorize(np.sin)
+    return np.sum(vf(x))
+
+
+@pytest.mark.parametrize("fn", [local_lambda_into_callee, vectorize_alias])
+def test_callees_it_cannot_resolve_are_refused_with_their_line(fn):
+    """Not specialised (yet): a clear located refusal, never a wrong gradient."""
+    args = (W, X) if fn is local_lambda_into_callee else (X,)
+    with pytest.raises(s2sad.errors.MissingRuleError) as info:
+        s2sad.grad(fn)(*args)
+    assert "cannot tell which function" in str(info.value)
+    assert "test_runtime_callees.py:" in str(info.value)
