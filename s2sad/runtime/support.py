@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import GlobalsChangedError, Problem, UnsupportedSyntaxError
-from s2sad.runtime import pytrees
+from s2sad.runtime import backend, pytrees
 from s2sad.runtime.workspace import NO_WORKSPACE
 
 __all__ = [
@@ -107,7 +107,7 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         return g
     shape = np.shape(like)
     if np.shape(g) != shape:
-        g = np.asarray(g)
+        g = backend.as_array(g)  # a Dask cotangent stays lazy
         extra = g.ndim - len(shape)
         if extra > 0:
             g = g.sum(axis=tuple(range(extra)))
@@ -118,7 +118,7 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
             g = np.broadcast_to(g, shape)
     dtype = getattr(like, "dtype", None)
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g).astype(dtype)
+        g = backend.as_array(g).astype(dtype)
     return g
 
 
@@ -193,6 +193,8 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
         return zeros_like(x)
     if type(x) is float and type(g) in (float, np.float64):
         return float(g)
+    if backend.is_foreign(g) and not isinstance(x, (dict, list, tuple)):
+        return unbroadcast(g, x)  # lazy: the call computes all gradients at once
     if hasattr(g, "to_dense"):
         dense = g.to_dense()  # a fresh array: no second copy needed
         if (
