@@ -334,7 +334,9 @@ class Generator(ModuleParts, ExprGen):
 
 REFUSED = [
     ("try", ["try:", "    vR = np.sum(x)", "except ValueError:", "    vR = 0.0"]),
-    ("with", ["with np.errstate(all='ignore'):", "    vR = np.sum(x)"]),
+    # value-neutral contexts (np.errstate, ...) are accepted now; binding one
+    # with 'as' is still refused
+    ("with", ["with np.errstate(all='ignore') as es:", "    vR = np.sum(x)"]),
     ("x +=", ["x += 0.5"]),
     ("x[0] =", ["x[0] = 0.5"]),
     # list comprehensions and generator expressions differentiate now; a set
