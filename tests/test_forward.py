@@ -32,6 +32,7 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_mutation,
     cases_objects,
     cases_refuse_runtime,
     cases_unpacking,

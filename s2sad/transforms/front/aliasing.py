@@ -215,6 +215,13 @@ class _Checker:
                     break
                 head = nxt
             return head
+        if anno(s).get("write_back") and isinstance(s, ast.Assign):
+            # a[i][j] = v lowered (front/setitems.py): the change of a[i] made on
+            # this line reaches a by name here, so a is not stale for it
+            t = s.targets[0]
+            outer = t.value.id if isinstance(t, ast.Subscript) else t.id
+            if state.stale.get(outer) == s.lineno:
+                del state.stale[outer]
         self.reads(s, state)
         self.mark_calls(s, state)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):

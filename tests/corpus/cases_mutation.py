@@ -1,0 +1,71 @@
+"""Corpus: mutation. Item assignment through containers and attributes
+(min-char-rnn's ``xs[t][inputs[t]] = 1``); into an attribute it is refused."""
+
+import numpy as np
+
+from tests.corpus.registry import case, const, mat, vec
+
+# ------------------------------------------------------------ (a) nested items
+
+
+@case(mat(3, 4), const([1, 2, 0, 3]))
+def min_char_rnn_onehot(Wxh, inputs):
+    xs, hs = {}, {}
+    hs[-1] = np.zeros(3)
+    loss = 0.0
+    for t in range(len(inputs)):
+        xs[t] = np.zeros(4)
+        xs[t][inputs[t]] = 1
+        hs[t] = np.tanh(Wxh @ xs[t] + hs[t - 1])
+        loss += np.sum(hs[t] ** 2)
+    return loss
+
+
+@case(vec(3), mat(2, 3))
+def nested_item_of_list(x, W):
+    hs = [np.zeros(3), np.ones(3)]
+    hs[0][1] = x[0] * 2.0
+    hs[1][:] = np.tanh(x)
+    hs[1][2] = hs[0][1] * x[2]
+    return np.sum(W @ hs[0] * (W @ hs[1]))
+
+
+@case(vec(4), argnums=0)
+def nested_item_three_deep(x):
+    d = {"a": [np.zeros(4), np.zeros((2, 4))]}
+    d["a"][1][0] = x * x
+    d["a"][1][1][2] = np.sin(x[0])
+    d["a"][0][:2] = x[2:]
+    return np.sum(d["a"][1] ** 2) + np.sum(d["a"][0] * x)
+
+
+@case(vec(3), const(2))
+def nested_augassign_in_loop(x, n):
+    xs = {}
+    for t in range(n):
+        xs[t] = np.ones(3)
+        xs[t][t] += x[t] * x[2]
+        xs[t][:] *= x
+    return np.sum(xs[0] * xs[1])
+
+
+@case(vec(3))
+def nested_item_of_local_array(x):
+    A = np.zeros((3, 3))
+    A[1][2] = x[0]
+    A[0][:] = x**2
+    A[2][1:] = np.exp(x[:2])
+    return np.sum(A @ x)
+
+
+def _two_rows(v, w):
+    rows = [np.zeros(3), np.zeros(3)]
+    rows[1][:] = np.tanh(v)
+    rows[0][1:] = w[:2] * v[0]
+    return rows
+
+
+@case(vec(3), mat(2, 3))
+def nested_item_in_callee(x, W):
+    rows = _two_rows(W[1] * x, x)
+    return np.sum(rows[0] * rows[1])
