@@ -69,3 +69,35 @@ def _two_rows(v, w):
 def nested_item_in_callee(x, W):
     rows = _two_rows(W[1] * x, x)
     return np.sum(rows[0] * rows[1])
+
+
+# ------------------------------------------- (b) arguments not differentiated
+
+
+def _bn_param(rng):
+    return {"mode": "train", "running_mean": rng.normal(size=3)}
+
+
+@case(mat(5, 3), vec(3), _bn_param, argnums=(0, 1))
+def batchnorm_running_mean(x, gamma, bn_param):
+    mu = x.mean(axis=0)
+    bn_param["running_mean"] = 0.9 * bn_param["running_mean"] + 0.1 * mu
+    return np.sum(gamma * (x - mu) ** 2)
+
+
+@case(mat(5, 3), _bn_param, argnums=0)
+def config_read_after_write(x, bn_param):
+    bn_param["running_mean"] = 0.5 * bn_param["running_mean"] + x.mean(axis=0)
+    bn_param["count"] = 1
+    rm = bn_param["running_mean"]
+    return np.sum(np.tanh(x - rm) * rm)
+
+
+@case(vec(4), lambda rng: [rng.normal(size=4), rng.normal(size=4)], const(3))
+def cache_list_in_loop(x, cache, n):
+    h = x
+    for t in range(n):
+        h = np.tanh(h * cache[0])
+        cache[1][t] = h[t]
+        cache[1][:t] *= 0.5
+    return np.sum(h * cache[1])

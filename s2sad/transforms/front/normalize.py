@@ -178,7 +178,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         item = ast.Subscript(value=name(base), slice=index, ctx=ast.Load())
         out.append(assign(old, item))
         new = self.atom(ast.BinOp(left=name(old), op=s.op, right=s.value), out, "value")
-        self._setitem(base, copy.deepcopy(index), new, out)
+        self._setitem(base, copy.deepcopy(index), new, out, chain.names[0])
         chain.write_back(out)
 
     def assign_to(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
@@ -208,11 +208,12 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         else:  # obj.x = v, obj a name: validate refuses every other target
             out.append(objects.store(target, self.atom(value, out, target.attr)))
 
-    def _setitem(self, base: str, index: ast.expr, value: ast.expr, out) -> None:
+    def _setitem(self, base: str, index: ast.expr, value: ast.expr, out, root=None):
         node = assign(
             ast.Subscript(value=name(base), slice=index, ctx=ast.Store()), value
         )
         anno(node)["setitem"] = True
+        anno(node)["root"] = root or base  # the name a[i][j] = v changes: a
         out.append(node)
 
     # ------------------------------------------------------------------ control flow

@@ -76,6 +76,7 @@ class Chain:
                 name(self.names[k + 1]),
             )
             anno(node)["setitem"] = True
+            anno(node)["root"] = self.names[0]
             out.append(node)
             # the aliasing pass: the outer container holds the change by name now
             anno(node)["write_back"] = True
@@ -87,7 +88,7 @@ def assign_item(norm: Any, target: ast.Subscript, value: ast.expr, out) -> None:
     """``target = value`` for any item target the validator accepts."""
     v = norm.atom(value, out, "value")
     chain = Chain(norm, target, out)
-    norm._setitem(chain.base, copy.deepcopy(chain.index[-1]), v, out)
+    norm._setitem(chain.base, copy.deepcopy(chain.index[-1]), v, out, chain.names[0])
     chain.write_back(out)
 
 
