@@ -57,7 +57,8 @@ SECOND_ORDER_CASES = {
     "refusal_in_callee_branch", "catch_warnings_in_loop",
     "gen_layers_in_for", "gen_yield_from", "gen_with_early_return",
     "min_char_rnn_onehot", "nested_augassign_in_loop", "nested_item_three_deep",
-    "batchnorm_running_mean", "cache_list_in_loop",
+    "batchnorm_running_mean", "cache_list_in_loop", "differentiated_arg_changed",
+    "arg_changed_in_loop_broadcast", "arg_changed_then_early_return",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

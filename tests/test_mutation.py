@@ -38,7 +38,16 @@ CHANGING = [
     c
     for c in CASES
     if c.fn.__name__
-    in ("batchnorm_running_mean", "config_read_after_write", "cache_list_in_loop")
+    in (
+        "batchnorm_running_mean",
+        "config_read_after_write",
+        "cache_list_in_loop",
+        "differentiated_arg_changed",
+        "arg_changed_in_loop_broadcast",
+        "arg_changed_then_early_return",
+        "two_args_one_changed",
+        "undifferentiated_array_changed",
+    )
 ]
 
 
@@ -65,7 +74,7 @@ def _plain(case, seed):
 
 
 def test_the_changing_cases_are_found():
-    assert len(CHANGING) == 3
+    assert len(CHANGING) == 8
 
 
 @pytest.mark.parametrize("case", CHANGING, ids=lambda c: c.name)
@@ -135,3 +144,28 @@ def test_a_method_changing_an_argument_not_differentiated_stays_refused():
         s2sad.grad(appends_to_argument)(np.ones(3), [])
     assert "in-place change of the argument 'log'" in str(e.value)
     assert "test_mutation.py:" in str(e.value)
+
+
+def changed_then_rebound(x):
+    x[0] = 1.0
+    x = x * 2.0
+    return np.sum(x * x)
+
+
+def test_an_argument_changed_in_place_then_rebound_stays_refused():
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(changed_then_rebound)(np.ones(3))
+    line = changed_then_rebound.__code__.co_firstlineno + 1
+    assert f"test_mutation.py:{line}:" in str(e.value)
+    assert "in-place change of the argument 'x'" in str(e.value)
+
+
+def test_the_gradient_is_with_respect_to_the_value_on_entry():
+    from tests.corpus.cases_mutation import differentiated_arg_changed
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    value, g = s2sad.value_and_grad(differentiated_arg_changed)(x)
+    # f = 9 * (4 x1^2 + x1^2 + x2^2 + x3^2) in the entry values
+    assert value == 9 * (4 * 4 + 4 + 9 + 16)
+    np.testing.assert_array_equal(g, [0.0, 180.0, 54.0, 72.0])
+    np.testing.assert_array_equal(x, [12.0, 6.0, 9.0, 12.0])  # as Python leaves it

@@ -101,3 +101,47 @@ def cache_list_in_loop(x, cache, n):
         cache[1][t] = h[t]
         cache[1][:t] *= 0.5
     return np.sum(h * cache[1])
+
+
+# --------------------------------- (c) a differentiated argument changed in place
+# (the gradient is with respect to the value on entry; the caller's array ends as
+# Python leaves it: tests/test_mutation.py)
+
+
+@case(vec(4))
+def differentiated_arg_changed(x):
+    x[0] = 2.0 * x[1]
+    x *= 3.0
+    return np.sum(x * x)
+
+
+@case(mat(3, 4), vec(3), argnums=(0, 1))
+def arg_changed_in_loop_broadcast(x, b):
+    for t in range(3):
+        x[:, t] += b * x[:, t + 1]
+        x -= 0.1 * np.tanh(x)
+    return np.sum(np.sin(x) * x)
+
+
+@case(vec(4), vec(4), argnums=(0, 1))
+def arg_changed_then_early_return(x, w):
+    x[1:] *= w[:3]
+    if np.sum(x) > 100.0:
+        return np.sum(x)
+    x[0] = np.sum(w * x)
+    return np.sum(x**2) + x[0]
+
+
+@case(mat(3, 3), vec(3), argnums=(0, 1))
+def two_args_one_changed(W, x):
+    W[0, :] = 0.0
+    W *= x
+    W[:, 1] += x
+    return np.sum(np.tanh(W @ x))
+
+
+@case(vec(3), mat(2, 3), argnums=0)
+def undifferentiated_array_changed(x, buf):
+    buf *= 2.0
+    buf[0] = x * buf[1]
+    return np.sum(buf * x)
