@@ -1,11 +1,14 @@
-"""In-place changes of an array argument are refused (both modes).
+"""In-place changes of an array argument: on a copy, or refused (both modes).
 
 The emitted code rebinds names (``x += 1.0`` becomes ``x_1 = x + 1.0``), so it
-cannot change the caller's array as the user's function would.  Rather than
-two semantics, s2sad refuses, at the user's line, every in-place change of an
-argument that may be an array (or a list): augmented assignment and ``out=``
-(item assignment and in-place methods are refused by the activity and forward
-passes).  Immutable arguments keep Python's rebinding semantics::
+cannot change the caller's array as the user's function would.  At the top
+level, with the call's arguments, an array argument that the name keeps to the
+end is worked on as a copy taken at entry and written back at every exit
+(:func:`entry_copies`).  Otherwise s2sad refuses, at the user's line, every
+in-place change of an argument that may be an array (or a list): augmented
+assignment and ``out=`` (item assignment and in-place methods are refused by
+the activity and forward passes).  Immutable arguments keep Python's
+rebinding semantics::
 
     def f(x, s):        # x an array, s a float (from the call's arguments)
         s += 1.0        # fine: rebinds s
@@ -26,6 +29,9 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
+from s2sad.runtime.objects import write_argument
+from s2sad.transforms.astutil import anno, copy_loc
+from s2sad.transforms.front.calls import CallInfo
 
 #: argument types that ``+=`` rebinds instead of changing in place
 IMMUTABLE = (float, int, bool, complex, tuple, str, np.generic, type(None))
@@ -93,7 +99,8 @@ def _problem(parsed: Any, sub: ast.AST, x: str):
     return parsed.source.problem(
         sub,
         f"in-place change ({what}) of the argument '{x}', which may be an array: "
-        "s2sad does not change the caller's arrays",
+        "s2sad changes a caller's array only for the function it differentiates, "
+        "called with its arguments, when the name keeps that array to the end",
         hint,
     )
 
@@ -174,10 +181,6 @@ def _fresh(node: ast.FunctionDef, base: str) -> str:
 
 
 def _rewrite(node: ast.FunctionDef, p: str, local: str) -> None:
-    from s2sad.runtime.objects import write_argument
-    from s2sad.transforms.astutil import anno, copy_loc
-    from s2sad.transforms.front.calls import CallInfo
-
     for stmt in node.body:
         for sub in _walk(stmt):
             if isinstance(sub, ast.Name) and sub.id == p:
