@@ -103,6 +103,20 @@ def cache_list_in_loop(x, cache, n):
     return np.sum(h * cache[1])
 
 
+@case(vec(3), lambda rng: {"buf": rng.normal(size=3)})
+def alias_of_config_item(x, cfg):
+    a = cfg["buf"]
+    a[0] = np.sum(x * a)
+    return np.sum(x * a[0])
+
+
+@case(vec(3), mat(2, 3))
+def view_of_buffer_row(x, buf):
+    row = buf[0]
+    row[1:] = np.tanh(x[:2])
+    return np.sum(row * x)
+
+
 # --------------------------------- (c) a differentiated argument changed in place
 # (the gradient is with respect to the value on entry; the caller's array ends as
 # Python leaves it: tests/test_mutation.py)

@@ -315,7 +315,7 @@ class _Checker:
                 if isinstance(e, ast.Name):
                     state.observe(z, e.id)  # the container sees changes of its elements
             return
-        for base in _view_sources(value):
+        for base in view_sources(value):
             if base in state.scalars:
                 continue  # immutable: nothing to share
             if base in self.containers and not isinstance(value, ast.Name):
@@ -415,7 +415,7 @@ def _in(target: Any, group: set) -> bool:
         return False
 
 
-def _view_sources(value: ast.expr) -> list[str]:
+def view_sources(value: ast.expr) -> list[str]:
     """Names whose memory ``value`` may share (views, plain copies of references)."""
     if isinstance(value, ast.Name):
         return [value.id]

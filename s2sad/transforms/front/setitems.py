@@ -28,6 +28,7 @@ from typing import Any
 
 from s2sad.transforms.astutil import anno, assign, name
 from s2sad.transforms.front import objects
+from s2sad.transforms.front.aliasing import view_sources
 
 
 class Chain:
@@ -94,3 +95,25 @@ def assign_item(norm: Any, target: ast.Subscript, value: ast.expr, out) -> None:
 
 def _item(base: str, idx: ast.expr) -> ast.Subscript:
     return ast.Subscript(value=name(base), slice=copy.deepcopy(idx), ctx=ast.Load())
+
+
+def aliases(node: ast.FunctionDef, params: set[str]) -> set[str]:
+    """``params`` and the names that may share memory with them (``a = cfg["buf"]``,
+    ``row = buf[0]``, ``v = w.reshape(...)``): an item written through one of
+    them changes the caller's object.  Flow-insensitive, so it may take in a
+    name that holds a fresh array at the write: keeping that item costs a copy."""
+    out = set(params)
+    assigns = [
+        s
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+    ]
+    grown = True
+    while grown:
+        grown = False
+        for s in assigns:
+            t = s.targets[0].id
+            if t not in out and out & set(view_sources(s.value)):
+                out.add(t)
+                grown = True
+    return out

@@ -30,6 +30,7 @@ from s2sad.transforms.astutil import (
 )
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import aliasing as aliasing_pass
+from s2sad.transforms.front import setitems
 from s2sad.transforms.lattice import NONE, SET
 from s2sad.transforms.reverse import cleanup as cleanup_pass
 from s2sad.transforms.reverse import masks, scalars
@@ -65,8 +66,8 @@ def differentiate(job, module) -> None:
         module_locals={**job.parsed.local_functions, **norm.local_functions},
     )
     rv = FunctionReverser(fc, job.act)
-    if job.top:  # arguments not differentiated: their in-place changes are kept
-        rv.escaping = set(job.params) - set(job.wrt)
+    if job.top:  # items written into the caller's objects are kept (keep_item)
+        rv.escaping = setitems.aliases(job.node, set(job.params))
     rv.masked = masks.masked_names(job.node)
     if scalars.applies(job, module):
         rv.numbers = scalars.number_names(job.node, job.parsed.example_args)

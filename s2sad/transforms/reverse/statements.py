@@ -48,8 +48,8 @@ class FunctionReverser(RuleCalls):
         self.pending_restore: tuple[str, int] | None = None
         #: rule result positions unpacked straight into a cotangent variable
         self.direct_assigned: dict[int, str] = {}
-        #: arguments not differentiated whose items the function may change (the
-        #: top level only): the caller sees the change (``keep_item``)
+        #: the arguments and the names that may share memory with them (the top
+        #: level only): items written through them stay for the caller (``keep_item``)
         self.escaping: set[str] = set()
         #: the list of items to write again at the end, once one is kept
         self.kept: str | None = None
@@ -341,7 +341,7 @@ class FunctionReverser(RuleCalls):
         fwd: list[ast.stmt] = []
         old = self.fc.save_item(y, idx, fwd, in_loop)
         fwd.append(s)
-        if anno(s).get("root", y) in self.escaping:
+        if y in self.escaping or anno(s).get("root", y) in self.escaping:
             # the backward sweep puts the old item back: note the new one, written
             # again at the end (reverse/assembly.py)
             self.kept = self.kept or self.fc.namer.fresh("kept")
