@@ -21,6 +21,7 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_mutation,
     cases_refuse_runtime,
     cases_unpacking,
 )
@@ -55,6 +56,9 @@ SECOND_ORDER_CASES = {
     "non_literal_default_in_loop", "try_in_branch_not_taken",
     "refusal_in_callee_branch", "catch_warnings_in_loop",
     "gen_layers_in_for", "gen_yield_from", "gen_with_early_return",
+    "min_char_rnn_onehot", "nested_augassign_in_loop", "nested_item_three_deep",
+    "batchnorm_running_mean", "cache_list_in_loop", "differentiated_arg_changed",
+    "arg_changed_in_loop_broadcast", "arg_changed_then_early_return",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

@@ -29,6 +29,8 @@ __all__ = [
     "split_last",
     "copy_item",
     "restore_item",
+    "keep_item",
+    "redo_items",
     "without_item",
     "item_of",
     "written_item",
@@ -338,6 +340,18 @@ def restore_item(container: Any, index: Any, old: Any) -> None:
         del container[index]
     else:
         container[index] = old
+
+
+def keep_item(kept: list, container: Any, index: Any) -> None:
+    """Note ``container[index]`` as just written, for :func:`redo_items`."""
+    kept.append((container, index, copy_item(container, index)))
+
+
+def redo_items(kept: list) -> None:
+    """Write again, in order, what the call wrote into a caller's container that
+    the backward sweep put back: the caller sees it as after a plain call."""
+    for container, index, value in kept:
+        restore_item(container, index, copy_item([value], 0))
 
 
 def without_item(g: Any, index: Any) -> Any:
