@@ -29,6 +29,8 @@ __all__ = [
     "register_pytree",
     "adjoint",
     "nondifferentiable",
+    "allow_driver_pulls",
+    "lazy_gradients",
     "__version__",
 ]
 
@@ -45,6 +47,8 @@ _HOMES = {
     "vjp": "functional",
     "check_grads": "checks",
     "register_pytree": "runtime.pytrees",
+    "allow_driver_pulls": "runtime.backend",
+    "lazy_gradients": "runtime.backend",
 }
 
 

@@ -41,6 +41,7 @@ from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
 from s2sad.outputs import check_scalar, explain_output, unshare, write_into
+from s2sad.runtime import backend
 from s2sad.runtime.scalar import uses_math, with_numpy_math
 from s2sad.runtime.workspace import shape_key
 
@@ -224,8 +225,10 @@ class GradientFunction(CompiledModule):
         seed = [(1.0, None)] if self.has_aux else []
         try:
             value, grads = self._run(values, out, seed)
-        except S2SADError:
-            raise  # compile errors say what is wrong; the function must not run again
+        except S2SADError as exc:  # compile errors: the function must not run again
+            from s2sad import locate  # Dask's errors get the user's line
+
+            raise locate.into_message(exc, self.fun)
         except Exception as exc:
             value, grads = self._failed(exc, values, seed, args, kwargs)
         if self.has_aux:
@@ -278,8 +281,8 @@ class GradientFunction(CompiledModule):
             # 2: compiled afresh (the cache key could not tell the globals apart)
             fn, _, _, pool = self._module(values, fresh=attempt == 2)
             try:
-                if pool is None:
-                    return fn(*values, *seed)
+                if pool is None:  # backend: Dask arrays run guarded, one compute
+                    return backend.run(fn, values, seed, self._argnums)
                 return self._with_workspace(pool, values, out, seed)
             except GlobalsChangedError:
                 if attempt == 2:

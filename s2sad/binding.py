@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
-from s2sad.runtime import pytrees, support
+from s2sad.runtime import backend, pytrees, support
 from s2sad.runtime.workspace import worthwhile
 
 
@@ -131,7 +131,7 @@ def type_signature(values: list[Any]) -> str:
     """
     parts = []
     arrays = False
-    for v in values:
+    for i, v in enumerate(values):
         t = type(v)
         if t is np.ndarray or t is list or t is tuple or t is dict:
             arrays = True
@@ -146,6 +146,10 @@ def type_signature(values: list[Any]) -> str:
             parts.append(t.__name__)
         elif isinstance(v, _ROUTINES):  # activation=np.tanh: which function
             parts.append(f"fn:{_routine_name(v)}")
+        elif _unverified_array(v):  # data of another library: refused, not guessed
+            raise NonDifferentiableArgumentError(
+                _unverified_message(f"argument {i}", v)
+            )
         else:
             parts.append(_type_name(v))
     if not arrays:
@@ -162,8 +166,27 @@ _PLAIN = (np.ndarray, np.generic, float, int, bool, list, tuple, dict, type(None
 def object_signature(values: list[Any]) -> str:
     """The cache key part of modules compiled without buffers (forward mode, and
     the plain gradient modules it transforms): only the types of objects whose
-    methods are inlined change their code."""
-    return ",".join("-" if isinstance(v, _PLAIN) else _type_name(v) for v in values)
+    methods are inlined change their code.  Arrays of other libraries are
+    refused here: these transforms run no backend guard (``s2sad.grad`` does)."""
+    return ",".join(
+        "-" if isinstance(v, _PLAIN) else _unguarded(v, i) for i, v in enumerate(values)
+    )
+
+
+def _unguarded(value: Any, i: int) -> str:
+    """The type name of an unusual argument; an error for a foreign array."""
+    if backend.is_foreign(value):
+        raise NonDifferentiableArgumentError(
+            f"argument {i} is a Dask array: over Dask data s2sad runs grad and "
+            "value_and_grad (guarded, one dask.compute per call); jvp, hvp, vjp, "
+            "hessian and jacobian are not verified there yet. Pass NumPy arrays "
+            "(e.g. x.compute() for a sample), or use s2sad.grad."
+        )
+    if _unverified_array(value):
+        raise NonDifferentiableArgumentError(
+            _unverified_message(f"argument {i}", value)
+        )
+    return _type_name(value)
 
 
 # ---------------------------------------------------------------- checks
@@ -191,6 +214,15 @@ def check_differentiable(
     elif isinstance(value, (list, tuple)):
         for k, v in enumerate(value):
             check_differentiable(v, name, index, what, f"{path}[{k}]")
+    elif backend.is_foreign(value):  # a Dask array: its gradient stays lazy
+        if value.dtype.kind != "f":
+            raise NonDifferentiableArgumentError(
+                f"{where} is a Dask array of dtype {value.dtype}: {what} are defined "
+                "for float arrays only. Convert it with .astype(np.float64), or "
+                "leave it out of argnums."
+            )
+    elif _unverified_array(value):
+        raise NonDifferentiableArgumentError(_unverified_message(where, value))
     elif isinstance(value, (bool, np.bool_, int, np.integer)):
         raise NonDifferentiableArgumentError(
             f"{where} is {type(value).__name__} {value!r}: {what} are defined for "
@@ -221,6 +253,26 @@ def check_differentiable(
             "arrays and pytrees of them (dicts, lists, tuples, namedtuples, "
             "dataclasses, classes registered with s2sad.register_pytree)."
         )
+
+
+def _unverified_array(value: Any) -> bool:
+    """An array of a library s2sad has not verified (torch, CuPy, JAX, Array API
+    libraries: they speak DLPack or the Array API); Dask's is verified."""
+    t = type(value)
+    return (hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")) and not (
+        isinstance(value, (np.ndarray, np.generic)) or backend.is_foreign(value)
+    )
+
+
+def _unverified_message(where: str, value: Any) -> str:
+    return (
+        f"{where} is a {type(value).__module__}.{type(value).__qualname__}: s2sad "
+        "runs gradients over NumPy arrays, and over "
+        f"{', '.join(backend.VERIFIED)} arrays with NumPy parameters (the libraries "
+        "its tests check against NumPy); other array libraries are not verified "
+        "yet, and are refused rather than risk a silent difference. Convert it to "
+        "NumPy (np.asarray(x), or x.numpy() for torch)."
+    )
 
 
 # ---------------------------------------------------------------- float edge cases

@@ -63,7 +63,7 @@ from s2sad.cachedir import (  # noqa: F401 (the cache's public names)
 from s2sad.locate import TABLE
 from s2sad.logs import describe
 from s2sad.logs import logger as log
-from s2sad.runtime import registry
+from s2sad.runtime import backend, registry
 from s2sad.transforms.emit import BINDINGS_TAG, CONTENT_TAG
 
 #: names of cached modules (``<module>.<function>-<16 hex>.py``) and of leftover
@@ -349,6 +349,7 @@ def load(
 ):
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
     (``fresh``: compiled, the file in the cache replaced)."""
+    backend.watch()  # Dask loaded: its data is refused where it arrives unguarded
     path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
     sealed = None if fresh else read_sealed(path)
     if sealed is not None:

@@ -148,6 +148,17 @@ class NonFiniteCotangentError(S2SADError, FloatingPointError):
         )
 
 
+class ForeignArrayError(S2SADError):
+    """A gradient over Dask (or another library's) arrays would differ from NumPy's.
+
+    Raised where a rule would pull a data-sized array to the driver (Dask's
+    ``__array__``, or its fallback that computes a NumPy copy for a function Dask
+    lacks), where a function means something else in that library, and for
+    libraries s2sad has not verified.  The message names the NumPy function, the
+    rule that called it and the user's line.
+    """
+
+
 class GlobalsChangedError(S2SADError):
     """A global that emitted code was specialised on was rebound since it was compiled.
 

@@ -108,3 +108,18 @@ def add_note(exc: BaseException, fun: Any, what: str = "gradient") -> None:
             exc.__notes__ = [*getattr(exc, "__notes__", []), text]
     except Exception:  # noqa: BLE001 - a failed note must not hide the error
         pass
+
+
+def into_message(exc: BaseException, fun: Any) -> BaseException:
+    """``exc`` with :func:`note` appended to its message (not as a note): for
+    errors whose message must name the user's line (ForeignArrayError); other
+    exceptions come back unchanged."""
+    if type(exc).__name__ != "ForeignArrayError":
+        return exc
+    try:
+        text = note(exc, fun)
+        if text and exc.args and text not in str(exc.args[0]):
+            exc.args = (f"{exc.args[0]}\n{text}", *exc.args[1:])
+    except Exception:  # noqa: BLE001 - a failed note must not hide the error
+        pass
+    return exc

@@ -64,6 +64,10 @@ class Options:
             return self.buffers
         if not values:
             return BUFFERED
+        from s2sad.runtime import backend
+
+        if backend.foreign_in(list(values)) is not None:
+            return PLAIN  # Dask arrays: plain NumPy calls, no buffers
         if not any(has_array(v) for v in values):
             return SCALAR
         from s2sad.runtime.workspace import worthwhile  # reads SMALL_BYTES now

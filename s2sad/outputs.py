@@ -35,7 +35,8 @@ def check_scalar(gf: Any, value: Any) -> None:
     """Refuse a differentiated output that is not a scalar, saying what to do."""
     if isinstance(value, (tuple, list, dict)):
         raise NonScalarOutputError(container_message(gf, value))
-    if not (type(value) is float or np.size(value) == 1):
+    size = value.size if hasattr(value, "size") else np.size(value)  # Dask: no compute
+    if not (type(value) is float or size == 1):
         raise NonScalarOutputError(
             f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "
             "a scalar output. Reduce it first (e.g. np.sum(...)), or differentiate each "

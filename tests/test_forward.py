@@ -32,6 +32,7 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_mutation,
     cases_objects,
     cases_refuse_runtime,
     cases_runtime_callees,
@@ -248,11 +249,21 @@ def test_recursion_gets_a_jvp_twin():
 # ---------------------------------------------------------------- errors
 
 
-def test_in_place_change_of_an_argument_is_refused():
+def test_in_place_change_of_an_argument_works_on_a_copy():
+    x = np.array([3.0, 2.0, 5.0])
+    value, tangent = s2sad.jvp(fc.mutates_argument)(x, np.ones(3))
+    assert value == 8.0 and tangent == 2.0  # x[0] no longer counts
+    np.testing.assert_array_equal(x, [1.0, 2.0, 5.0])  # as Python leaves it
+
+
+def test_in_place_change_of_an_argument_in_a_callee_is_refused():
+    def outer(x):
+        return fc.mutates_argument(x * 1.0)
+
     with pytest.raises(
         UnsupportedSyntaxError, match="in-place change of the argument 'x'"
     ):
-        s2sad.jvp(fc.mutates_argument)(np.ones(3), np.ones(3))
+        s2sad.jvp(outer)(np.ones(3), np.ones(3))
 
 
 def test_active_keyword_argument_is_refused_with_location():

@@ -21,6 +21,7 @@ from tests.corpus import (  # noqa: F401
     cases_data,
     cases_generators,
     cases_loops,
+    cases_mutation,
     cases_refuse_runtime,
     cases_runtime_callees,
     cases_unpacking,
@@ -58,6 +59,9 @@ SECOND_ORDER_CASES = {
     "gen_layers_in_for", "gen_yield_from", "gen_with_early_return",
     "ode_function_argument", "ode_two_dynamics", "callable_default",
     "activation_argument", "sum_map_partial", "reduce_lambda",
+    "min_char_rnn_onehot", "nested_augassign_in_loop", "nested_item_three_deep",
+    "batchnorm_running_mean", "cache_list_in_loop", "differentiated_arg_changed",
+    "arg_changed_in_loop_broadcast", "arg_changed_then_early_return",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

@@ -334,9 +334,13 @@ class Generator(ModuleParts, ExprGen):
 
 REFUSED = [
     ("try", ["try:", "    vR = np.sum(x)", "except ValueError:", "    vR = 0.0"]),
-    ("with", ["with np.errstate(all='ignore'):", "    vR = np.sum(x)"]),
-    ("x +=", ["x += 0.5"]),
-    ("x[0] =", ["x[0] = 0.5"]),
+    # value-neutral contexts (np.errstate, ...) are accepted now; binding one
+    # with 'as' is still refused
+    ("with", ["with np.errstate(all='ignore') as es:", "    vR = np.sum(x)"]),
+    # x += ... and x[0] = ... on the argument differentiate now (on a copy taken
+    # at entry, written back); in-place methods whose result is dropped do not
+    ("x.sort(", ["x.sort()"]),
+    ("x.fill(", ["x.fill(0.5)"]),
     # list comprehensions and generator expressions differentiate now; a set
     # comprehension (no order, no gradient) is still refused
     ("vR =", ["vR = sum({float(e) for e in x})"]),

@@ -18,6 +18,7 @@ import sys
 RULE_MODULES = (
     "activations",
     "contractions",
+    "einsums",
     "elementwise",
     "indexing",
     "joining",

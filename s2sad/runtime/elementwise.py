@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import backend
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
 from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import elementwise, linear
@@ -403,6 +404,8 @@ NONDIFFERENTIABLE = (
     np.left_shift, np.right_shift, np.gcd, np.lcm,
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
+# the backend helpers rules call (runtime/backend.py): tests and constant masks
+nondifferentiable(backend.eye, backend.one_hot, backend.is_foreign, backend.any_foreign)
 
 # ---------------------------------------------------------------- methods
 
@@ -421,4 +424,5 @@ elementwise(np.where, np.clip, np.nan_to_num, np.sinc)
 
 # adjoint rules that read their other arguments only for masks
 linear(d_maximum, d_maximum_lhs, d_maximum_rhs, container=True)
+linear(backend.as_array, backend.broadcast_like, backend.place_diagonal)
 linear(d_minimum, d_minimum_lhs, d_minimum_rhs, container=True)

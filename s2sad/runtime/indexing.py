@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import backend
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import add, exclusive
@@ -67,6 +68,10 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
 
     ``out`` must have x's shape and float dtype; it is overwritten and returned.
     """
+    if backend.is_foreign(x) and _is_basic(idx):  # zeros in x's library (Dask)
+        ct = np.zeros_like(x, dtype=_float_dtype(x))
+        ct[idx] = g
+        return ct
     ct = _float_zeros(x, out)
     if _is_basic(idx):
         ct[idx] = g

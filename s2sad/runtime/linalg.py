@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import backend
 from s2sad.runtime.reductions import like
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.support import unbroadcast
@@ -42,7 +43,7 @@ def _read_triangle(sym: Any, lower: bool) -> Any:
     The off-diagonal entry that is read stands for both symmetric positions,
     so it gets twice the symmetric gradient; the unread triangle gets zero.
     """
-    diag = np.eye(sym.shape[-1], dtype=bool)
+    diag = backend.eye(sym.shape[-1], bool, sym)
     tri = np.tril(sym, -1) if lower else np.triu(sym, 1)
     return 2.0 * tri + np.where(diag, sym, 0)
 
@@ -78,7 +79,7 @@ def d_slogdet(g, ans, a):
 def d_solve(g, ans, a, b):
     """b_bar = solve(a.T, g) and a_bar = -b_bar x.T, batched and broadcast."""
     if np.ndim(b) == 1:
-        gb = np.linalg.solve(_mT(a), np.asarray(g)[..., None])[..., 0]
+        gb = np.linalg.solve(_mT(a), backend.as_array(g)[..., None])[..., 0]
         ga = -gb[..., :, None] * ans[..., None, :]
     else:
         gb = np.linalg.solve(_mT(a), g)
@@ -127,7 +128,7 @@ def d_cholesky(g, ans, a, *, upper=False):
     """Murray (2016): L^-T Phi(L^T g) L^-1, symmetrized, on the triangle read."""
     low, g_low = (_mT(ans), _mT(g)) if upper else (ans, g)
     phi = np.tril(_mT(low) @ g_low)
-    phi = phi - 0.5 * np.where(np.eye(phi.shape[-1], dtype=bool), phi, 0)
+    phi = phi - 0.5 * np.where(backend.eye(phi.shape[-1], bool, phi), phi, 0)
     left = np.linalg.solve(_mT(low), phi)  # L^-T phi
     s = _mT(np.linalg.solve(_mT(low), _mT(left)))  # L^-T phi L^-1
     return (like(_read_triangle(_sym(s), lower=not upper), a),)

@@ -40,9 +40,12 @@ Layouts and conventions
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from s2sad.runtime import backend
 from s2sad.runtime.activations import dense, log_softmax, relu, sigmoid, softmax
 from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
@@ -270,6 +273,8 @@ def _check_labels(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating:
     """Mean over examples of ``-log softmax(logits)[label]``."""
+    if backend.is_foreign(logits) or backend.is_foreign(labels):
+        return _foreign_cross_entropy(logits, labels)
     logits = np.asarray(logits)
     labels = _check_labels(logits, labels)
     z = logits - logits.max(axis=-1, keepdims=True)
@@ -285,6 +290,12 @@ def softmax_cross_entropy_grad(
 
     ``out`` must have the shape and dtype of ``softmax(logits)``.
     """
+    if backend.is_foreign(logits) or backend.is_foreign(labels):
+        # Dask lacks put_along_axis (its fallback writes into a computed copy):
+        # subtract a one-hot mask instead, lazily
+        p = softmax(logits)
+        p = p - backend.one_hot(labels, p.shape[-1], p.dtype)
+        return p * (g / max(labels.size, 1))
     labels = np.asarray(labels)
     p = softmax(logits) if out is None else _softmax_into(logits, out)
     np.put_along_axis(
@@ -292,6 +303,21 @@ def softmax_cross_entropy_grad(
     )
     p *= np.asarray(g, dtype=p.dtype) / max(labels.size, 1)
     return p
+
+
+def _foreign_cross_entropy(logits: Any, labels: Any) -> Any:
+    """:func:`softmax_cross_entropy` for Dask arrays: the label's entry is picked
+    by a one-hot mask (Dask has no ``take_along_axis``)."""
+    if labels.dtype.kind not in "iu" or logits.shape[:-1] != labels.shape:
+        raise ValueError(
+            "softmax_cross_entropy needs integer labels with logits.shape == "
+            f"labels.shape + (classes,); got logits {logits.shape}, "
+            f"labels {labels.shape} of {labels.dtype}"
+        )
+    z = logits - logits.max(axis=-1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=-1))
+    picked = (z * backend.one_hot(labels, z.shape[-1], z.dtype)).sum(axis=-1)
+    return np.mean(log_norm - picked)
 
 
 def _softmax_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -30,3 +30,16 @@ def store_attribute(obj: Any, attr: str, value: Any) -> None:
 
 nondifferentiable(store_attribute)
 constant(store_attribute)
+
+
+def write_argument(arg: Any, value: Any) -> None:
+    """The caller's array ``arg`` gets ``value``: the differentiated function changed
+    its argument in place (``x[0] = ...``, ``x *= 2``) and s2sad ran it on a copy
+    taken at entry (s2sad/transforms/front/inplace.py).  The write carries no
+    gradient: the gradient is with respect to the value on entry."""
+    if isinstance(arg, np.ndarray) and value is not arg:
+        np.copyto(arg, value)
+
+
+nondifferentiable(write_argument)
+constant(write_argument)

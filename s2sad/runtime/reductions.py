@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import backend
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
 from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
@@ -52,12 +53,14 @@ def like(ct: Any, x: Any) -> Any:
         return [like(c, xi) for c, xi in zip(ct, x)]
     dtype = getattr(x, "dtype", None)
     if dtype is not None and dtype.kind == "f" and getattr(ct, "dtype", dtype) != dtype:
-        return np.asarray(ct).astype(dtype)
+        return backend.as_array(ct).astype(dtype)
     return ct
 
 
 def spread(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     """``g`` broadcast to ``x``'s shape (the cotangent of a sum)."""
+    if backend.is_foreign(x):  # Dask: broadcast lazily, chunked like x
+        return backend.broadcast_like(expand(g, x, axis, keepdims), x)
     return np.broadcast_to(expand(g, x, axis, keepdims), np.shape(x))
 
 

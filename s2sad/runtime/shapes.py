@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from s2sad.runtime import backend
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import (
     adjoint,
@@ -182,6 +183,8 @@ def d_tril(g, ans, m, k=0):
 
 def _place_diagonal(g: Any, shape: tuple, offset: int, axis1: int, axis2: int) -> Any:
     """Zeros of ``shape`` with ``g`` (diagonal last, as np.diagonal gives it) placed."""
+    if backend.is_foreign(g):  # Dask: a mask, lazily
+        return backend.place_diagonal(g, shape, offset, axis1, axis2)
     g = np.asarray(g)
     dtype = g.dtype if g.dtype.kind == "f" else np.float64
     ct = np.zeros(shape, dtype=dtype)

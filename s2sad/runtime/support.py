@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import GlobalsChangedError, Problem, UnsupportedSyntaxError
-from s2sad.runtime import pytrees
+from s2sad.runtime import backend, pytrees
+from s2sad.runtime.finite import (
+    check_finite,
+)  # noqa: F401 (emitted code imports it here)
 from s2sad.runtime.workspace import NO_WORKSPACE
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "split_last",
     "copy_item",
     "restore_item",
+    "keep_item",
+    "redo_items",
     "without_item",
     "item_of",
     "written_item",
@@ -107,7 +112,7 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         return g
     shape = np.shape(like)
     if np.shape(g) != shape:
-        g = np.asarray(g)
+        g = backend.as_array(g)  # a Dask cotangent stays lazy
         extra = g.ndim - len(shape)
         if extra > 0:
             g = g.sum(axis=tuple(range(extra)))
@@ -118,7 +123,7 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
             g = np.broadcast_to(g, shape)
     dtype = getattr(like, "dtype", None)
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g).astype(dtype)
+        g = backend.as_array(g).astype(dtype)
     return g
 
 
@@ -193,6 +198,8 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
         return zeros_like(x)
     if type(x) is float and type(g) in (float, np.float64):
         return float(g)
+    if backend.is_foreign(g) and not isinstance(x, (dict, list, tuple)):
+        return unbroadcast(g, x)  # lazy: the call computes all gradients at once
     if hasattr(g, "to_dense"):
         dense = g.to_dense()  # a fresh array: no second copy needed
         if (
@@ -338,6 +345,18 @@ def restore_item(container: Any, index: Any, old: Any) -> None:
         container[index] = old
 
 
+def keep_item(kept: list, container: Any, index: Any) -> None:
+    """Note ``container[index]`` as just written, for :func:`redo_items`."""
+    kept.append((container, index, copy_item(container, index)))
+
+
+def redo_items(kept: list) -> None:
+    """Write again, in order, what the call wrote into a caller's container that
+    the backward sweep put back: the caller sees it as after a plain call."""
+    for container, index, value in kept:
+        restore_item(container, index, copy_item([value], 0))
+
+
 def without_item(g: Any, index: Any) -> Any:
     """A copy of cotangent ``g`` with the entry at ``index`` set to zero."""
     if g is None:
@@ -397,47 +416,6 @@ def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
     ):
         return np.add(a, b, out=out)
     return add(a, b)
-
-
-def check_finite(
-    g: Any, filename: str, line: int, source_line: str, operand: str
-) -> None:
-    """``debug_nans``: raise where a cotangent first holds a NaN or an infinity.
-
-    Emitted after each backward block (``s2sad.grad(f, debug_nans=True)``), with
-    the user's file, line and source line of the statement the block reverses,
-    and the operand whose cotangent it is.  ``None`` (no cotangent) passes.
-    """
-    bad = _first_non_finite(g)
-    if bad is None:
-        return
-    from s2sad.errors import NonFiniteCotangentError
-
-    raise NonFiniteCotangentError(filename, line, source_line, operand, bad)
-
-
-def _first_non_finite(g: Any) -> str | None:
-    """A description of g's first non-finite entry, or None when all are finite."""
-    if g is None or isinstance(g, (bool, int, str)):
-        return None
-    if isinstance(g, dict):
-        items = g.items()
-    elif isinstance(g, (list, tuple)):
-        items = enumerate(g)
-    else:
-        a = np.asarray(g)
-        if a.dtype.kind not in "fc" or np.isfinite(a).all():
-            return None
-        bad = ~np.isfinite(a)
-        where = np.unravel_index(int(np.argmax(bad)), a.shape) if a.ndim else ()
-        value = a[where]
-        at = f" at index {tuple(int(i) for i in where)}" if a.ndim else ""
-        return f"{value}{at} ({int(bad.sum())} of {a.size} entries non-finite)"
-    for k, v in items:
-        bad = _first_non_finite(v)
-        if bad is not None:
-            return f"{bad} in entry [{k!r}]"
-    return None
 
 
 # -- in-place updates of cotangents nobody else can see ------------------------------

@@ -32,6 +32,8 @@ HELPERS = (
     "split_last",
     "copy_item",
     "restore_item",
+    "keep_item",
+    "redo_items",
     "pad",
     "take_rows",
     "zeros",

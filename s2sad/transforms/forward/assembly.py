@@ -69,7 +69,9 @@ def activity(job, module) -> None:
 
 def differentiate(job, module) -> None:
     """Each statement followed by the statements computing its tangent."""
-    ff = FunctionForward(module, job.parsed, job.namer, job.norm, job.act, job.params)
+    # params: the differentiated ones, whose tangents are the caller's (an item
+    # written into one would change them); the others may change in place
+    ff = FunctionForward(module, job.parsed, job.namer, job.norm, job.act, job.wrt)
     for p, code in job.codes.items():
         ff.state[p] = SET
         if code == 2:

@@ -129,11 +129,11 @@ def _names(e: ast.expr) -> list[str]:
     return [e.id] if isinstance(e, ast.Name) else []
 
 
-def run(node: ast.FunctionDef, wrt: list[str], source) -> Activity:
+def run(node: ast.FunctionDef, wrt: list[str], source, top: bool = False) -> Activity:
     """Compute activity for ``node`` differentiated with respect to ``wrt``."""
     stmts = list(simple_statements(node.body))
     act = solve(node, wrt, [flow(s) for s in stmts], useful_needs_active=True)
-    _check(stmts, act, node, source)
+    _check(stmts, act, node, wrt if top else None, source)
     return act
 
 
@@ -198,8 +198,11 @@ def is_append(s: ast.stmt) -> bool:
     )
 
 
-def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
-    """Reject statements that would silently lose gradient."""
+def _check(stmts, act: Activity, node, wrt: list[str] | None, source) -> None:
+    """Reject statements that would silently lose gradient.  ``wrt``: given for
+    the top level, where an item assignment into an argument that is not
+    differentiated (a config dict) is Python's: the caller sees it afterwards
+    (reverse/statements.py keeps it, ``keep_item``)."""
     params = {a.arg for a in node.args.args}
     missing, unsupported = [], []
     for s in stmts:
@@ -216,7 +219,8 @@ def _check(stmts, act: Activity, node: ast.FunctionDef, source) -> None:
         mutates = isinstance(s, ast.Expr) or (
             isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
         )
-        if mutates and target in params:
+        config = wrt is not None and target not in wrt and isinstance(s, ast.Assign)
+        if mutates and target in params and not config:
             unsupported.append(
                 source.problem(
                     s,

@@ -215,6 +215,13 @@ class _Checker:
                     break
                 head = nxt
             return head
+        if anno(s).get("write_back") and isinstance(s, ast.Assign):
+            # a[i][j] = v lowered (front/setitems.py): the change of a[i] made on
+            # this line reaches a by name here, so a is not stale for it
+            t = s.targets[0]
+            outer = t.value.id if isinstance(t, ast.Subscript) else t.id
+            if state.stale.get(outer) == s.lineno:
+                del state.stale[outer]
         self.reads(s, state)
         self.mark_calls(s, state)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
@@ -308,7 +315,7 @@ class _Checker:
                 if isinstance(e, ast.Name):
                     state.observe(z, e.id)  # the container sees changes of its elements
             return
-        for base in _view_sources(value):
+        for base in view_sources(value):
             if base in state.scalars:
                 continue  # immutable: nothing to share
             if base in self.containers and not isinstance(value, ast.Name):
@@ -408,7 +415,7 @@ def _in(target: Any, group: set) -> bool:
         return False
 
 
-def _view_sources(value: ast.expr) -> list[str]:
+def view_sources(value: ast.expr) -> list[str]:
     """Names whose memory ``value`` may share (views, plain copies of references)."""
     if isinstance(value, ast.Name):
         return [value.id]

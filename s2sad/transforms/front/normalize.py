@@ -23,11 +23,12 @@ lifted nested function), ``method`` or ``unknown``: what later passes go by.
 from __future__ import annotations
 
 import ast
+import copy
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front import objects
+from s2sad.transforms.front import objects, setitems
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
@@ -171,16 +172,14 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             # other name still refers to it (then rebinding is the same thing).
             anno(out[-1])["augassign"] = True
             return
-        index = self.index(target.slice, out)
-        old = self.temp(f"{target.value.id}_item")
-        out.append(
-            assign(
-                old,
-                ast.Subscript(value=name(target.value.id), slice=index, ctx=ast.Load()),
-            )
-        )
+        chain = setitems.Chain(self, target, out)
+        base, index = chain.base, chain.index[-1]
+        old = self.temp(f"{base}_item")
+        item = ast.Subscript(value=name(base), slice=index, ctx=ast.Load())
+        out.append(assign(old, item))
         new = self.atom(ast.BinOp(left=name(old), op=s.op, right=s.value), out, "value")
-        self._setitem(target.value.id, index, new, out)
+        self._setitem(base, copy.deepcopy(index), new, out, chain.names[0])
+        chain.write_back(out)
 
     def assign_to(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
         if (
@@ -205,16 +204,16 @@ class Normalizer(LoopNormalizer, CallNormalizer):
                 item = ast.Subscript(value=whole, slice=const(i), ctx=ast.Load())
                 self.assign_to(elt, item, out)
         elif isinstance(target, ast.Subscript):
-            index = self.index(target.slice, out)
-            self._setitem(target.value.id, index, self.atom(value, out, "value"), out)
+            setitems.assign_item(self, target, value, out)
         else:  # obj.x = v, obj a name: validate refuses every other target
             out.append(objects.store(target, self.atom(value, out, target.attr)))
 
-    def _setitem(self, base: str, index: ast.expr, value: ast.expr, out) -> None:
+    def _setitem(self, base: str, index: ast.expr, value: ast.expr, out, root=None):
         node = assign(
             ast.Subscript(value=name(base), slice=index, ctx=ast.Store()), value
         )
         anno(node)["setitem"] = True
+        anno(node)["root"] = root or base  # the name a[i][j] = v changes: a
         out.append(node)
 
     # ------------------------------------------------------------------ control flow

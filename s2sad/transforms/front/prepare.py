@@ -39,7 +39,7 @@ def validate(job, module) -> None:
     tuple and a dict parameter)."""
     generators.run(job.parsed, job.top)
     validate_pass.run(job.parsed, module.helper, entry=job.top)
-    inplace.run(job.parsed)
+    inplace.run(job.parsed, top=job.top)
     args = job.node.args
     # the order of inspect.signature, in which call sites pass the arguments
     args.args = (

@@ -237,11 +237,14 @@ class _Validator(ast.NodeVisitor):
             for elt in target.elts:
                 self._check_target(elt)
         elif isinstance(target, ast.Subscript):
-            if not isinstance(target.value, ast.Name):
+            if isinstance(target.value, (ast.Subscript, ast.Attribute)):
+                # a[i][j] = v, self.x[i] = v: lowered by front/setitems.py
+                self._check_target(target.value)
+            elif not isinstance(target.value, ast.Name):
                 self.report(
                     target,
-                    "assignment into a nested item (a[i][j] = ...)",
-                    "index with a tuple (a[i, j] = ...) or assign to a local first",
+                    "assignment into an item of an expression (f(x)[i] = ...)",
+                    "assign the container to a local first: c = f(x); c[i] = ...",
                 )
 
 

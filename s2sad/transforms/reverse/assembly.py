@@ -30,6 +30,7 @@ from s2sad.transforms.astutil import (
 )
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import aliasing as aliasing_pass
+from s2sad.transforms.front import setitems
 from s2sad.transforms.lattice import NONE, SET
 from s2sad.transforms.reverse import cleanup as cleanup_pass
 from s2sad.transforms.reverse import masks, scalars
@@ -39,7 +40,7 @@ from s2sad.transforms.reverse.tape import FunctionCompiler
 
 def activity(job, module) -> None:
     """Which names depend on the differentiated parameters and reach the output."""
-    job.act = activity_pass.run(job.node, job.wrt, job.parsed.source)
+    job.act = activity_pass.run(job.node, job.wrt, job.parsed.source, top=job.top)
 
 
 def aliasing(job, module) -> None:
@@ -65,6 +66,8 @@ def differentiate(job, module) -> None:
         module_locals={**job.parsed.local_functions, **norm.local_functions},
     )
     rv = FunctionReverser(fc, job.act)
+    if job.top:  # items written into the caller's objects are kept (keep_item)
+        rv.escaping = setitems.aliases(job.node, set(job.params))
     rv.masked = masks.masked_names(job.node)
     if scalars.applies(job, module):
         rv.numbers = scalars.number_names(job.node, job.parsed.example_args)
@@ -148,7 +151,11 @@ def _top_level(job, module) -> ast.FunctionDef:
     )
     hold = [assign(h, name(p)) for p, h in held.items()]
     body = hold + _init_saved(fc, params, job.fwd) + job.fwd + keep
-    body += _seed(rv, job.node.body[-1].value) + job.bwd + [ast.Return(value=result)]
+    body += _seed(rv, job.node.body[-1].value) + job.bwd
+    if rv.kept:  # the caller's containers get the items the function wrote
+        body.insert(0, assign(rv.kept, ast.List(elts=[], ctx=ast.Load())))
+        body.append(ast.Expr(value=call(module.helper("redo_items"), name(rv.kept))))
+    body += [ast.Return(value=result)]
     fn = function_def(job.names[0], params + ["g_out"], body)
     fn.args.defaults = [const(1.0)]
     return fn

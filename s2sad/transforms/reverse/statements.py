@@ -48,6 +48,11 @@ class FunctionReverser(RuleCalls):
         self.pending_restore: tuple[str, int] | None = None
         #: rule result positions unpacked straight into a cotangent variable
         self.direct_assigned: dict[int, str] = {}
+        #: the arguments and the names that may share memory with them (the top
+        #: level only): items written through them stay for the caller (``keep_item``)
+        self.escaping: set[str] = set()
+        #: the list of items to write again at the end, once one is kept
+        self.kept: str | None = None
 
     # ------------------------------------------------------------------ names
     def g(self, x: str) -> str:
@@ -336,6 +341,12 @@ class FunctionReverser(RuleCalls):
         fwd: list[ast.stmt] = []
         old = self.fc.save_item(y, idx, fwd, in_loop)
         fwd.append(s)
+        if y in self.escaping or anno(s).get("root", y) in self.escaping:
+            # the backward sweep puts the old item back: note the new one, written
+            # again at the end (reverse/assembly.py)
+            self.kept = self.kept or self.fc.namer.fresh("kept")
+            keep = call(self.helper("keep_item"), name(self.kept), name(y), idx)
+            fwd.append(ast.Expr(value=keep))
 
         def backward() -> list[ast.stmt]:
             out: list[ast.stmt] = []
