@@ -4,23 +4,21 @@ import numpy as np
 import pytest
 
 import s2sad
-from tests.corpus import (
-    cases_basic,  # noqa: F401  (registers cases)
-    cases_builtins,  # noqa: F401
-    cases_calls,  # noqa: F401
-    cases_combo,  # noqa: F401
-    cases_comprehensions,  # noqa: F401
-    cases_data,  # noqa: F401
-    cases_fuzz,  # noqa: F401
-    cases_generators,  # noqa: F401
-    cases_loops,  # noqa: F401
-    cases_mutation,  # noqa: F401
-    cases_objects,  # noqa: F401
-    cases_programs,  # noqa: F401
-    cases_refuse_runtime,  # noqa: F401
-    cases_runtime_callees,  # noqa: F401
-    cases_unpacking,  # noqa: F401
-)
+from tests.corpus import cases_basic  # noqa: F401  (registers cases)
+from tests.corpus import cases_loops  # noqa: F401
+from tests.corpus import cases_calls  # noqa: F401
+from tests.corpus import cases_data  # noqa: F401
+from tests.corpus import cases_combo  # noqa: F401
+from tests.corpus import cases_programs  # noqa: F401
+from tests.corpus import cases_builtins  # noqa: F401
+from tests.corpus import cases_objects  # noqa: F401
+from tests.corpus import cases_fuzz  # noqa: F401
+from tests.corpus import cases_comprehensions  # noqa: F401
+from tests.corpus import cases_generators  # noqa: F401
+from tests.corpus import cases_unpacking  # noqa: F401
+from tests.corpus import cases_refuse_runtime  # noqa: F401
+from tests.corpus import cases_runtime_callees  # noqa: F401
+from tests.corpus import cases_mutation  # noqa: F401
 from tests.corpus.fd import assert_close_tree, numerical_grad
 from tests.corpus.registry import CASES
 
