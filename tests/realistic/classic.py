@@ -1,5 +1,7 @@
 """Classic objectives, layers written as classes, and losses from ML-From-Scratch-style code."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tests.realistic.registry import labels, normal, program
@@ -252,3 +254,23 @@ def elastic_net_smooth(w, X, y, alpha=0.1, l1_ratio=0.5):
     l1 = np.sum(np.sqrt(w**2 + 1e-8))
     l2 = np.dot(w, w)
     return 0.5 * np.mean(resid**2) + alpha * (l1_ratio * l1 + 0.5 * (1 - l1_ratio) * l2)
+
+
+@dataclass
+class DenseLayer:
+    """A layer holding its weights, passed in whole: the gradient is a DenseLayer."""
+
+    W: np.ndarray
+    b: np.ndarray
+
+    def forward(self, X):
+        return np.tanh(X @ self.W + self.b)
+
+
+def _layer_obj(rng):
+    return DenseLayer(normal(rng, 4, 3, scale=0.5), normal(rng, 3)), normal(rng, 6, 4)
+
+
+@program(_layer_obj)
+def dataclass_layer_passed_in(layer, X):
+    return np.sum(layer.forward(X) ** 2)

@@ -9,6 +9,7 @@ README, checked below, stays true).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -30,7 +31,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _leaves(tree):
-    if isinstance(tree, dict):
+    if dataclasses.is_dataclass(tree):
+        yield from _leaves([getattr(tree, f.name) for f in dataclasses.fields(tree)])
+    elif isinstance(tree, dict):
         for k in sorted(tree):
             yield from _leaves(tree[k])
     elif isinstance(tree, (list, tuple)):
@@ -41,6 +44,11 @@ def _leaves(tree):
 
 
 def _map(tree, fn):
+    if dataclasses.is_dataclass(tree):
+        done = {
+            f.name: _map(getattr(tree, f.name), fn) for f in dataclasses.fields(tree)
+        }
+        return dataclasses.replace(tree, **done)
     if isinstance(tree, dict):  # the leaves in _leaves' (sorted) order
         done = {k: _map(tree[k], fn) for k in sorted(tree)}
         return {k: done[k] for k in tree}

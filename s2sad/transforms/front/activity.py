@@ -338,8 +338,14 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
                     call,
                     f"no adjoint rule for the method '.{info.target}()' of a "
                     "differentiated value",
-                    f"call the NumPy function instead (np.{info.target}(x, ...)), or register "
-                    f"one with s2sad.runtime.registry.method_alias('{info.target}', fn)",
+                    (
+                        f"call the NumPy function instead (np.{info.target}(x, ...)), "
+                        if hasattr(np, info.target)
+                        else "call it on an object passed in as an argument (its "
+                        "methods are compiled), "
+                    )
+                    + "or register one with "
+                    f"s2sad.runtime.registry.method_alias('{info.target}', fn)",
                 )
             )
 
@@ -362,6 +368,12 @@ def _missing_message(call: ast.Call, info: CallInfo) -> str:
             f"no adjoint rule for {registry.display_name(obj)} "
             f"(called as '{ast.unparse(call.func)}'); it is library code "
             f"({library}), which s2sad does not compile"
+        )
+    if isinstance(obj, type):  # a user class built from differentiated values
+        return (
+            f"'{ast.unparse(call.func)}(...)' builds a {registry.display_name(obj)} "
+            "object from differentiated values inside the function: s2sad does not "
+            "differentiate through constructors"
         )
     return (
         f"no adjoint rule for {registry.display_name(obj)} "
@@ -394,6 +406,12 @@ def _missing_hint(call: ast.Call, info: CallInfo) -> str:
         short = primal.rpartition(".")[2]
     if builtin_hint(obj) is not None:
         return f"{builtin_hint(obj)}; or register a rule with @s2sad.adjoint({short})"
+    if isinstance(obj, type) and library_file(obj) is None:
+        return (
+            "create the object outside the differentiated function and pass it in "
+            "(its methods are then compiled; a dataclass or s2sad.register_pytree "
+            "class gets a gradient of its own type), or keep the arrays in locals"
+        )
     return (
         f"register a rule:\n    @s2sad.adjoint({primal})\n"
         f"    def d_{short}(g, ans, x):\n        return (...,)  # one cotangent per "
