@@ -316,3 +316,23 @@ def test_hvp_of_the_example_models(examples):
         hv = s2sad.hvp(loss)(params, x, y, v)
         want = directional(s2sad.grad(loss), [params, x, y], (0,), (v,), h=1e-5)
         assert_tree_close(hv, want, loss.__qualname__, rtol=1e-4, atol=1e-6)
+
+
+def _normalized(x):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.var(x, axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+def _cubed_normalized(x):
+    return np.sum(_normalized(x) ** 3)
+
+
+def test_hvp_through_a_callee_whose_rule_name_is_also_a_temporary():
+    # the forward pass of ln_backward named a temporary d_var_1, the name the
+    # module had bound the rule d_var to: UnboundLocalError before the fix
+    x = np.random.default_rng(0).normal(size=(2, 4))
+    v = np.random.default_rng(1).normal(size=(2, 4))
+    hv = s2sad.hvp(_cubed_normalized)(x, v)
+    want = directional(s2sad.grad(_cubed_normalized), [x], (0,), (v,), h=1e-5)
+    assert_tree_close(hv, want, "hvp", rtol=1e-5, atol=1e-6)

@@ -152,20 +152,26 @@ class ModuleBuilder:
         """``# grad of: <source line>`` (or ``tangent of:``) above generated code."""
         return self.comment(f"{what} of: {source.line(lineno).strip()}")
 
-    def bind(self, wanted: str, obj: Any, origin: list | None = None) -> str:
-        """A module-level name for ``obj``, preferably ``wanted``.
+    def bind(
+        self, wanted: str, obj: Any, origin: list | None = None, avoid=frozenset()
+    ) -> str:
+        """A module-level name for ``obj``, preferably ``wanted``, and none of
+        ``avoid`` (the locals of the function that reads it, which would shadow it).
 
         ``origin`` says how a later process finds the object again without
         compiling: ``["module", module_name, name]`` or ``["closure", name]``.
         """
         if wanted in self.bindings and self.bindings[wanted] is obj:
-            return wanted
+            if wanted not in avoid:
+                return wanted
         for existing, value in self.bindings.items():
-            if value is obj:
+            if value is obj and existing not in avoid:
                 return existing
         alias = wanted
-        if wanted in self.bindings or wanted in self.namer.used:
+        if wanted in self.bindings or wanted in self.namer.used or wanted in avoid:
             alias = self.namer.fresh(wanted)
+            while alias in avoid:
+                alias = self.namer.fresh(wanted)
         else:
             self.namer.reserve(wanted)
         self.bindings[alias] = obj

@@ -123,7 +123,7 @@ class _Binder(ast.NodeTransformer):
                 sub.id = self.module.helper(obj.__name__).id
                 anno(sub)["helper"] = sub.id
                 return sub
-            sub.id = self.module.bind(sub.id, obj, origin)
+            sub.id = self.module.bind(sub.id, obj, origin, self.norm.locals)
             return sub
         if (
             sub.id in self.norm.locals
@@ -142,12 +142,12 @@ class _Binder(ast.NodeTransformer):
             origin = ["module", env.globals.get("__name__", "__main__"), sub.id]
         holder = self.holder(sub.id)
         if id(sub) in self.call_roots or specialised(obj):
-            sub.id = module.bind(sub.id, obj, origin)
+            sub.id = module.bind(sub.id, obj, origin, self.norm.locals)
             if holder is not None:
                 module.guards[ast.unparse(holder)] = sub.id
             return sub
         if holder is None:  # no way to read it again: bound as it is now
-            sub.id = module.bind(sub.id, obj, origin)
+            sub.id = module.bind(sub.id, obj, origin, self.norm.locals)
             return sub
         return ast.copy_location(holder, sub)
 
