@@ -76,6 +76,18 @@ def copy_loc(node: ast.AST, like: ast.AST) -> ast.AST:
     return node
 
 
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function body without its leading docstring (if it has one)."""
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return body[1:]
+    return body
+
+
 def loads(node: ast.AST) -> set[str]:
     """Names read anywhere inside ``node``."""
     return {

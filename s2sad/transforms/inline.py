@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, without_docstring
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,7 @@ def inline_form(rule_fn) -> InlineForm | None:
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         return None
-    body = fn.body
-    if (
-        body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-    ):
-        body = body[1:]  # the docstring
+    body = without_docstring(fn.body)
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return None
     value, args = body[0].value, fn.args

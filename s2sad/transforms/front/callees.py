@@ -45,7 +45,16 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.support import globals_changed
-from s2sad.transforms.astutil import Namer, anno, assign, const, copy_loc, name, stores
+from s2sad.transforms.astutil import (
+    Namer,
+    anno,
+    assign,
+    const,
+    copy_loc,
+    name,
+    stores,
+    without_docstring,
+)
 from s2sad.transforms.front import parse
 from s2sad.transforms.front.callee_forms import Exprs, heads
 from s2sad.transforms.front.calls import CallInfo
@@ -238,13 +247,7 @@ class _Rewriter:
             node = parse.parse_function(fn).node
         except Exception:  # noqa: BLE001  (no source: not a factory s2sad reads)
             return None
-        body = node.body
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-        ):
-            body = body[1:]  # a docstring
+        body = without_docstring(node.body)
         a = node.args
         if (
             len(body) != 1

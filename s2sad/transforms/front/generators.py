@@ -27,6 +27,7 @@ import ast
 import inspect
 
 from s2sad.errors import UnsupportedSyntaxError
+from s2sad.transforms.astutil import without_docstring
 from s2sad.transforms.front import parse
 
 _YIELDS = (ast.Yield, ast.YieldFrom)
@@ -127,7 +128,7 @@ def run(parsed, top: bool) -> None:
         raise UnsupportedSyntaxError(problems)
     out = _fresh(node, "yielded")
     body = _Rewriter(out).block(node.body)
-    start = 1 if _has_docstring(node) else 0
+    start = len(node.body) - len(without_docstring(node.body))
     init = ast.Assign(
         targets=[ast.Name(out, ast.Store())], value=ast.List([], ast.Load())
     )
@@ -145,15 +146,6 @@ def _endless(loop: ast.While) -> bool:
         return False
     exits = (ast.Break, ast.Return)
     return not any(isinstance(sub, exits) for sub in _own_nodes(loop))
-
-
-def _has_docstring(node: ast.FunctionDef) -> bool:
-    first = node.body[0] if node.body else None
-    return (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and isinstance(first.value.value, str)
-    )
 
 
 def _fresh(node: ast.FunctionDef, base: str) -> str:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, loads
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front.calls import CallInfo
 
@@ -200,8 +200,8 @@ def _shift_only(node, block, i, m: str, red: Reduction, stores) -> bool:
     state: dict[str, tuple[str, int]] = {m: ("add", 1)}
     accepted: list[ast.stmt] = []
     for stmt in block[i + 1 :]:
-        loads = _loads(stmt) & set(state)
-        if not loads:
+        read = loads(stmt) & set(state)
+        if not read:
             continue
         target, value = _assigned(stmt)
         if target is None or stores.get(target) != 1 or target == z:
@@ -271,14 +271,6 @@ def _apply(value: ast.expr, state, z: str, red: Reduction) -> tuple[str, int] | 
         if red.axis == ALL or (total.axis == red.axis and total.keepdims):
             return a
     return None
-
-
-def _loads(stmt: ast.AST) -> set[str]:
-    return {
-        n.id
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
 
 
 def _load_count(tree: ast.AST, names: set[str]) -> int:
