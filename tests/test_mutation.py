@@ -171,3 +171,26 @@ def test_the_gradient_is_with_respect_to_the_value_on_entry():
     assert value == 9 * (4 * 4 + 4 + 9 + 16)
     np.testing.assert_array_equal(g, [0.0, 180.0, 54.0, 72.0])
     np.testing.assert_array_equal(x, [12.0, 6.0, 9.0, 12.0])  # as Python leaves it
+
+
+def _write_through_alias(p, x):
+    buf = p["buf"]
+    buf[0] = np.sum(x)
+    return np.sum(x * x)
+
+
+def calls_a_writer(x, p):
+    return _write_through_alias(p, x)
+
+
+def test_a_write_through_an_alias_in_a_callee_is_refused_not_undone():
+    # before: the gradient was right but the caller's p["buf"] kept its old item
+    # (the backward sweep put it back), unlike Python, which leaves [3, 0]
+    p = {"buf": np.zeros(2)}
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(calls_a_writer)(np.array([1.0, 2.0]), p)
+    msg = str(e.value)
+    line = _write_through_alias.__code__.co_firstlineno + 2
+    assert f"test_mutation.py:{line}:" in msg
+    assert "may share memory with an argument" in msg and "buf.copy()" in msg
+    assert np.array_equal(p["buf"], np.zeros(2))

@@ -129,11 +129,14 @@ def _names(e: ast.expr) -> list[str]:
     return [e.id] if isinstance(e, ast.Name) else []
 
 
-def run(node: ast.FunctionDef, wrt: list[str], source, top: bool = False) -> Activity:
-    """Compute activity for ``node`` differentiated with respect to ``wrt``."""
+def run(
+    node: ast.FunctionDef, wrt: list[str], source, top: bool = False, shared=frozenset()
+) -> Activity:
+    """Compute activity for ``node`` differentiated with respect to ``wrt``
+    (``shared``: see :func:`_check`)."""
     stmts = list(simple_statements(node.body))
     act = solve(node, wrt, [flow(s) for s in stmts], useful_needs_active=True)
-    _check(stmts, act, node, wrt if top else None, source)
+    _check(stmts, act, node, wrt if top else None, source, shared)
     return act
 
 
@@ -198,11 +201,16 @@ def is_append(s: ast.stmt) -> bool:
     )
 
 
-def _check(stmts, act: Activity, node, wrt: list[str] | None, source) -> None:
+def _check(
+    stmts, act: Activity, node, wrt: list[str] | None, source, shared=frozenset()
+) -> None:
     """Reject statements that would silently lose gradient.  ``wrt``: given for
     the top level, where an item assignment into an argument that is not
     differentiated (a config dict) is Python's: the caller sees it afterwards
-    (reverse/statements.py keeps it, ``keep_item``)."""
+    (reverse/statements.py keeps it, ``keep_item``).  ``shared``: a called
+    function's names that may share memory with its arguments; an item written
+    through one would be put back by the backward sweep, so the caller's object
+    would not keep it: refused."""
     params = {a.arg for a in node.args.args}
     missing, unsupported = [], []
     for s in stmts:
@@ -220,7 +228,19 @@ def _check(stmts, act: Activity, node, wrt: list[str] | None, source) -> None:
             isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
         )
         config = wrt is not None and target not in wrt and isinstance(s, ast.Assign)
-        if mutates and target in params and not config:
+        if isinstance(s, ast.Assign) and mutates and target in shared:
+            unsupported.append(
+                source.problem(
+                    s,
+                    f"item assignment into '{target}', which may share memory with an "
+                    "argument of this called function: the backward sweep would put "
+                    "the old item back, and the caller's object would not keep the "
+                    "change",
+                    f"work on a copy ({target} = {target}.copy()) and return it, or "
+                    "make the change in the function you differentiate",
+                )
+            )
+        elif mutates and target in params and not config:
             unsupported.append(
                 source.problem(
                     s,

@@ -40,7 +40,11 @@ from s2sad.transforms.reverse.tape import FunctionCompiler
 
 def activity(job, module) -> None:
     """Which names depend on the differentiated parameters and reach the output."""
-    job.act = activity_pass.run(job.node, job.wrt, job.parsed.source, top=job.top)
+    params = {a.arg for a in job.node.args.args}
+    shared = set() if job.top else setitems.aliases(job.node, params) - params
+    job.act = activity_pass.run(
+        job.node, job.wrt, job.parsed.source, top=job.top, shared=shared
+    )
 
 
 def aliasing(job, module) -> None:
