@@ -6,8 +6,10 @@ Conventions shared with the compiler:
   Rules are only applied to non-``None`` cotangents.
 * The cotangent of a list/tuple is a list of cotangents (``None`` entries are
   zeros); that of a dict is a dict holding the keys that received gradient.
-* Cotangents are never mutated in place here: helpers return new objects, so two
-  names may safely share one cotangent array.
+* A cotangent is changed in place only when nothing else refers to it
+  (:func:`exclusive`, from reference counts: ``accumulate`` here and
+  ``indexing.add_at_index`` add into their first operand then); otherwise helpers
+  return new objects, so two names may safely share one cotangent array.
 """
 
 from __future__ import annotations
