@@ -2,8 +2,9 @@
 
 The rules are registered for the bound methods of SciPy's distribution
 objects (``scipy.stats.norm.logpdf``...), so ``norm.logpdf(x, mu, sigma)`` in
-user code finds them.  Pass the parameters positionally when they are
-differentiated (``norm.logpdf(x, mu, sigma)``, not ``scale=sigma``).
+user code finds them.  Parameters given by keyword (``scale=sigma``) are
+moved to their positions by the names of the rules' parameters, so each rule
+names them as SciPy does (``x, df, loc=0.0, scale=1.0``).
 
 ``multivariate_normal.logpdf(x, mean, cov)`` takes ``cov`` as a 2-D matrix and,
 like SciPy (which calls ``eigh`` on its lower triangle), reads only its lower

@@ -42,6 +42,7 @@ from s2sad.transforms.forward import cleanup as cleanup_pass
 from s2sad.transforms.forward import statements
 from s2sad.transforms.forward.function import FunctionForward, mutator_position
 from s2sad.transforms.front import activity as activity_pass
+from s2sad.transforms.front.rulekeywords import bind_active_keywords
 from s2sad.transforms.lattice import SET
 
 
@@ -64,6 +65,12 @@ def activity(job, module) -> None:
     stmts = list(activity_pass.simple_statements(job.node.body))
     flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
     job.act = activity_pass.solve(job.node, job.wrt, flows, useful_needs_active=False)
+    calls = activity_pass.statement_calls(stmts)
+    if bind_active_keywords(calls, job.act.active):  # moved to positions: operands
+        flows = [(t, ops) for t, ops in map(_flow, stmts) if t not in never]
+        job.act = activity_pass.solve(
+            job.node, job.wrt, flows, useful_needs_active=False
+        )
     job.act.never = never  # loop counters: never a tangent
 
 

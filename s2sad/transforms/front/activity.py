@@ -33,6 +33,7 @@ from s2sad.transforms.front.calls import (
     call_method,
     library_file,
 )
+from s2sad.transforms.front.rulekeywords import bind_active_keywords
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
 INACTIVE_METHODS = {"keys", "index", "count", "tolist_shape"}
@@ -60,6 +61,10 @@ class Activity:
 
     def needs_adjoint(self, n: str) -> bool:
         return n in self.active and n in self.useful
+
+
+def statement_calls(stmts: list[ast.stmt]) -> list[ast.Call]:
+    return [c for s in stmts for c in ast.walk(s) if isinstance(c, ast.Call)]
 
 
 def simple_statements(body: list[ast.stmt]):
@@ -136,6 +141,8 @@ def run(
     (``shared``: see :func:`_check`)."""
     stmts = list(simple_statements(node.body))
     act = solve(node, wrt, [flow(s) for s in stmts], useful_needs_active=True)
+    if bind_active_keywords(statement_calls(stmts), act.active):
+        act = solve(node, wrt, [flow(s) for s in stmts], useful_needs_active=True)
     _check(stmts, act, node, wrt if top else None, source, shared)
     return act
 
