@@ -31,6 +31,7 @@ from tests.corpus import (  # noqa: F401
     cases_comprehensions,
     cases_data,
     cases_generators,
+    cases_local_forms,
     cases_loops,
     cases_mutation,
     cases_objects,

@@ -20,6 +20,7 @@ from tests.corpus import (  # noqa: F401
     cases_comprehensions,
     cases_data,
     cases_generators,
+    cases_local_forms,
     cases_loops,
     cases_mutation,
     cases_refuse_runtime,
@@ -62,6 +63,9 @@ SECOND_ORDER_CASES = {
     "min_char_rnn_onehot", "nested_augassign_in_loop", "nested_item_three_deep",
     "batchnorm_running_mean", "cache_list_in_loop", "differentiated_arg_changed",
     "arg_changed_in_loop_broadcast", "arg_changed_then_early_return",
+    "zip_star_local_heads", "zip_star_heads_in_loop", "zip_star_for_statement",
+    "star_literal_list_into_numpy", "star_split_into_numpy",
+    "zip_star_literal_in_callee_in_loop",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

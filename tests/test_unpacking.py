@@ -96,12 +96,14 @@ def test_a_neutral_context_is_entered_and_left_in_the_forward_computation():
 
 
 def _star_local_into_fixed(x, w):
-    parts = [x, w]
+    parts = [x]
+    parts.append(w)  # a length s2sad cannot know when it compiles
     return np.sum(cu.layer_norm(*parts, 1.0))
 
 
 def _star_differentiated_into_numpy(x):
-    parts = [x, x * 2.0]
+    parts = [x]
+    parts.append(x * 2.0)
     return np.sum(np.maximum(*parts))
 
 
@@ -204,3 +206,23 @@ def test_differentiated_values_passed_by_keyword_to_the_entry():
     got = s2sad.grad(cu.keyword_differentiated, argnums=(0, 1))(x, w=w)
     want = s2sad.grad(cu.keyword_differentiated, argnums=(0, 1))(x, w)
     assert_close_tree(got, want)
+
+
+def _zip_star_of_another_length(x):
+    parts = [np.split(p, 2) for p in np.split(x, 4)]  # four lists, three names
+    return np.sum(np.stack([a * b * c for a, b, c in zip(*parts)]))
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_zip_star_over_a_local_list_checks_the_length_its_loop_target_gives(
+    transform,
+):
+    x = np.arange(8.0)
+    with pytest.raises(ValueError):  # what Python raises: too many values to unpack
+        _zip_star_of_another_length(x)
+    line = _line_of(_zip_star_of_another_length, "zip(*parts)")
+    with pytest.raises(ValueError, match=rf"test_unpacking.py:{line}: zip\(\*parts\)"):
+        if transform == "grad":
+            s2sad.grad(_zip_star_of_another_length)(x)
+        else:
+            s2sad.jvp(_zip_star_of_another_length, (x,), (np.ones(8),))

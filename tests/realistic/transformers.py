@@ -37,7 +37,7 @@ def attention(q, k, v, mask):
 def mha(x, c_attn, c_proj, n_head):
     x = linear(x, c_attn["w"], c_attn["b"])
     qkv = np.split(x, 3, axis=-1)
-    qkv_heads = [np.split(part, n_head, axis=-1) for part in qkv]
+    qkv_heads = list(map(lambda x: np.split(x, n_head, axis=-1), qkv))
     causal_mask = (1 - np.tri(x.shape[0], dtype=x.dtype)) * -1e10
     out_heads = [attention(q, k, v, causal_mask) for q, k, v in zip(*qkv_heads)]
     x = np.hstack(out_heads)
@@ -66,11 +66,7 @@ def transformer_block(x, mlp, attn, ln_1, ln_2, n_head):
     return x
 
 
-@program(
-    _block,
-    refused="UnsupportedSyntaxError",
-    why="picoGPT passes each parameter group as **params and splits heads with zip(*qkv_heads)",
-)
+@program(_block)
 def picogpt_block_as_published(params, x):
     return np.sum(transformer_block(x, **params, n_head=2) ** 2)
 

@@ -27,6 +27,7 @@ from s2sad.transforms.front import (
     inplace,
     objects,
     parse,
+    starred,
 )
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front import normalize as normalize_pass
@@ -69,6 +70,7 @@ def desugar(job, module) -> None:
     objects.unroll(node, job.parsed.example_args)
     callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
     comprehensions.run(node, job.namer, job.parsed.source)
+    starred.run(node, job.parsed.source)
     desugar_pass.run(node, job.namer)
 
 
