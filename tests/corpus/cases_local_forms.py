@@ -15,7 +15,7 @@ def attention(q, k, v):
 def heads_attention(x, n_head):
     # picoGPT's mha: the length of qkv_heads is known from the loop target only
     qkv = np.split(x, 3, axis=-1)
-    qkv_heads = list(map(lambda p: np.split(p, n_head, axis=-1), qkv))
+    qkv_heads = list(map(lambda p: np.split(p, n_head, axis=-1), qkv))  # noqa: C417
     out_heads = [attention(q, k, v) for q, k, v in zip(*qkv_heads)]
     return np.hstack(out_heads)
 
