@@ -37,7 +37,7 @@ def attention(q, k, v, mask):
 def mha(x, c_attn, c_proj, n_head):
     x = linear(x, c_attn["w"], c_attn["b"])
     qkv = np.split(x, 3, axis=-1)
-    qkv_heads = list(map(lambda x: np.split(x, n_head, axis=-1), qkv))
+    qkv_heads = list(map(lambda x: np.split(x, n_head, axis=-1), qkv))  # noqa: C417
     causal_mask = (1 - np.tri(x.shape[0], dtype=x.dtype)) * -1e10
     out_heads = [attention(q, k, v, causal_mask) for q, k, v in zip(*qkv_heads)]
     x = np.hstack(out_heads)
