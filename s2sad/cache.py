@@ -290,6 +290,12 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
         if origin[0] == "cell" and origin[1] in cell_objects:
             out[alias] = cell_objects[origin[1]]  # read when the code runs
             continue
+        if origin[0] == "default":
+            found = _default_of(*origin[1:])
+            if found is MISSING_DEFAULT:
+                return None
+            out[alias] = found
+            continue
         if origin[0] == "module":
             mod = sys.modules.get(origin[1])
             if mod is None:
@@ -302,6 +308,24 @@ def resolve_bindings(source: str, fn: Any) -> dict[str, Any] | None:
                 continue
         return None
     return out
+
+
+MISSING_DEFAULT = object()
+
+
+def _default_of(module: str, qualname: str, pname: str) -> Any:
+    """The default object of parameter ``pname`` of the function ``qualname`` of
+    ``module`` (a binding's ``["default", ...]`` origin), or ``MISSING_DEFAULT``."""
+    try:
+        obj = sys.modules.get(module) or importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        param = inspect.signature(obj).parameters[pname]
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
+        return MISSING_DEFAULT
+    if param.default is inspect.Parameter.empty:
+        return MISSING_DEFAULT
+    return param.default
 
 
 def import_source(

@@ -182,6 +182,7 @@ class ArgumentBinder:
                 return existing
         var = self.namer.fresh(wanted)
         self.env.cells[var] = value
+        self.env.defaults[var] = default_origin(fn, pname)
         return var
 
     def specialise_unpacking(self, e: ast.Call, out: list) -> ast.Call:
@@ -377,3 +378,13 @@ def unpacked_problem(v: ast.Call) -> tuple[str, str]:
         "pass the values one by one, or unpack a tuple, list or dict literal "
         "(f(*[a, b]), f(**{'k': v}))",
     )
+
+
+def default_origin(fn: Any, pname: str) -> list | None:
+    """How the disk cache finds the default of ``fn``'s parameter ``pname`` in
+    another process (None: it cannot, for a function defined inside another)."""
+    qualname = getattr(fn, "__qualname__", "")
+    module = getattr(fn, "__module__", None)
+    if not module or not qualname or "<" in qualname:
+        return None
+    return ["default", module, qualname, pname]

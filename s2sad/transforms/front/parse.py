@@ -37,6 +37,9 @@ class Env:
         self.cells: dict[str, Any] = {}
         self.cell_objects: dict[str, Any] = {}  # where the emitted code reads them
         self.globals: dict[str, Any] = {}
+        # names given to callees' default objects: where a later process finds
+        # each again (["default", module, qualname, parameter], arguments.py)
+        self.defaults: dict[str, list | None] = {}
         if fn is not None:
             code = fn.__code__
             for name, cell in zip(code.co_freevars, fn.__closure__ or ()):

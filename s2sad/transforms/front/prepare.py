@@ -138,7 +138,9 @@ class _Binder(ast.NodeTransformer):
         if obj is parse.MISSING or getattr(builtins, sub.id, parse.MISSING) is obj:
             return sub
         top = self.parsed.fn is module.top_fn
-        if sub.id in env.cells:
+        if sub.id in env.defaults:  # a callee's default object
+            origin = env.defaults[sub.id]
+        elif sub.id in env.cells:
             origin = ["closure", sub.id] if top else None
         else:
             origin = ["module", env.globals.get("__name__", "__main__"), sub.id]
