@@ -65,7 +65,11 @@ SECOND_ORDER_CASES = {
     "arg_changed_in_loop_broadcast", "arg_changed_then_early_return",
     "zip_star_local_heads", "zip_star_heads_in_loop", "zip_star_for_statement",
     "star_literal_list_into_numpy", "star_split_into_numpy",
-    "zip_star_literal_in_callee_in_loop",
+    "zip_star_literal_in_callee_in_loop", "lambda_to_callee", "local_def_to_callee",
+    "lambda_to_callee_in_loop", "lambda_dynamics_to_odeint",
+    "lambda_by_keyword_in_callee", "vectorize_object_in_variable",
+    "vectorize_lambda_object_in_loop", "vectorize_two_arguments_broadcast",
+    "vectorize_object_in_callee",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

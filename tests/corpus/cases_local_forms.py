@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from tests.corpus.registry import case, lst, mat, vec
+from tests.corpus.registry import case, lst, mat, scal, vec
 
 
 def attention(q, k, v):
@@ -64,3 +64,96 @@ def zip_star_literal_in_callee_in_loop(x, y):
     for i in range(2):
         total = total + np.sum(mixed_pairs(x + i, y) ** 2)
     return total
+
+
+# ---------------------------------------------------------------- lambdas to callees
+
+
+def apply(f, x):
+    return f(x)
+
+
+def odeint(func, y0, ts):
+    y = y0
+    for i in range(len(ts) - 1):
+        y = y + (ts[i + 1] - ts[i]) * func(y, ts[i])
+    return y
+
+
+@case(vec(3), vec(3), argnums=(0, 1))
+def lambda_to_callee(w, x):
+    return np.sum(apply(lambda v: v * w, x) ** 2)
+
+
+@case(vec(3), vec(3), argnums=(0, 1))
+def local_def_to_callee(w, x):
+    def scale(v):
+        return np.sin(v) * w
+
+    return np.sum(apply(scale, x) * x)
+
+
+@case(vec(3), vec(3), argnums=(0, 1))
+def lambda_to_callee_in_loop(w, x):
+    total = 0.0
+    for k in range(3):
+        total = total + np.sum(apply(lambda v: np.tanh(v * w + k), x))  # noqa: B023
+    return total
+
+
+@case(vec(3), scal(), argnums=(0, 1))
+def lambda_dynamics_to_odeint(y0, rate):
+    # the dynamics close over the differentiated rate (autograd's ode examples)
+    y = odeint(lambda y, t: -rate * y + np.sin(t * y), y0, np.linspace(0, 1, 5))
+    return np.sum(y**2)
+
+
+def fit_step(w, x):
+    return apply(f=lambda v: np.exp(v * w), x=x - 1.0)
+
+
+@case(vec(3), vec(3), argnums=(0, 1))
+def lambda_by_keyword_in_callee(w, x):
+    return np.sum(fit_step(w, x) + fit_step(x, w))
+
+
+# ---------------------------------------------------------------- np.vectorize objects
+
+
+def soft_threshold(v):
+    return v * v / (1.0 + v * v)
+
+
+def pair_energy(a, b):
+    return a * b + np.sin(a)
+
+
+@case(mat(2, 3))
+def vectorize_object_in_variable(x):
+    f = np.vectorize(soft_threshold)
+    return np.sum(f(x) * x) + np.sum(f(2.0 * x))
+
+
+@case(vec(3), argnums=0)
+def vectorize_lambda_object_in_loop(x):
+    f = np.vectorize(lambda t: np.tanh(t) * t)
+    total = 0.0
+    for k in range(2):
+        total = total + np.sum(f(x + k))
+    return total
+
+
+@case(mat(2, 3), vec(3), argnums=(0, 1))
+def vectorize_two_arguments_broadcast(a, b):
+    energy = np.vectorize(pair_energy)
+    return np.sum(energy(a, b) ** 2) + np.sum(np.vectorize(pair_energy)(b, 0.5))
+
+
+def vectorized_energy(a, b):
+    f = np.vectorize(pair_energy)
+    return np.sum(f(a, b * 2.0))
+
+
+@case(vec(3), vec(3), argnums=(0, 1))
+def vectorize_object_in_callee(a, b):
+    return vectorized_energy(a, b) * vectorized_energy(b, a)

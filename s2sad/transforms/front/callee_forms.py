@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 
 import numpy as np
@@ -44,6 +45,9 @@ class Exprs(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
         rw = self.rw
+        if isinstance(node.func, ast.Name) and node.func.id in rw.vectorized:
+            # vf = np.vectorize(f); vf(x): the call written out
+            node.func = copy_loc(copy.deepcopy(rw.vectorized[node.func.id]), node)
         if (
             rw.is_(node.func, builtins.map)
             and len(node.args) >= 2
@@ -71,8 +75,8 @@ class Exprs(ast.NodeTransformer):
             and self.rw.is_(f.func, np.vectorize)
             and len(f.args) == 1
             and not f.keywords
-            and len(node.args) == 1
-            and not isinstance(node.args[0], ast.Starred)
+            and len(node.args) >= 1
+            and not any(isinstance(a, ast.Starred) for a in node.args)
             and not node.keywords
         )
 
@@ -83,6 +87,8 @@ class Exprs(ast.NodeTransformer):
         np_name = numpy_name(rw)
         if np_name is None or not self.hoist:
             return node
+        if len(node.args) > 1:
+            return self.vectorize_many(node, np_name)
         x = node.args[0]
         if not isinstance(x, ast.Name):
             tmp = rw.namer.fresh("vec_arg")
@@ -105,6 +111,53 @@ class Exprs(ast.NodeTransformer):
         array = ast.Call(func=np_attr("array"), args=[values], keywords=[])
         shape = ast.Call(func=np_attr("shape"), args=[name(x.id)], keywords=[])
         out = ast.Call(func=np_attr("reshape"), args=[array, shape], keywords=[])
+        return copy_loc(out, node)
+
+    def vectorize_many(self, node: ast.Call, np_name: str) -> ast.expr:
+        """``np.vectorize(f)(a, b)``: ``f`` on each pair of entries of ``a`` and
+        ``b`` broadcast together (computed before the statement), as NumPy does."""
+        rw = self.rw
+
+        def np_call(attr: str, *args: ast.expr) -> ast.expr:
+            func = ast.Attribute(value=name(np_name), attr=attr, ctx=ast.Load())
+            return ast.Call(func=func, args=list(args), keywords=[])
+
+        def before(var: str, value: ast.expr) -> None:
+            self.before.append(copy_loc(assign(var, value), node))
+            for sub in ast.walk(self.before[-1]):
+                ast.copy_location(sub, node)
+
+        names = []
+        for a in node.args:
+            if not isinstance(a, ast.Name):
+                tmp = rw.namer.fresh("vec_arg")
+                before(tmp, a)
+                a = name(tmp)
+            names.append(a.id)
+        shape = rw.namer.fresh("vec_shape")
+        before(
+            shape,
+            np_call("broadcast_shapes", *[np_call("shape", name(v)) for v in names]),
+        )
+        spread = []
+        for v in names:
+            spread.append(rw.namer.fresh(f"{v}_spread"))
+            before(spread[-1], np_call("broadcast_to", name(v), name(shape)))
+        entries = [rw.namer.fresh("entry") for _ in names]
+        comp = ast.comprehension(
+            target=ast.Tuple(elts=[name(e, True) for e in entries], ctx=ast.Store()),
+            iter=call_("zip", [np_call("ravel", name(v)) for v in spread]),
+            ifs=[],
+            is_async=0,
+        )
+        values = ast.ListComp(
+            elt=rw.apply(node.func.args[0], [name(e) for e in entries], node),
+            generators=[comp],
+        )
+        out = np_call("reshape", np_call("array", values), name(shape))
+        for sub in ast.walk(out):
+            if not hasattr(sub, "lineno") and isinstance(sub, ast.expr):
+                ast.copy_location(sub, node)
         return copy_loc(out, node)
 
     def map(self, node: ast.Call) -> ast.expr:

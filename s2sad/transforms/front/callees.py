@@ -30,6 +30,10 @@ specialised on another function.
                                              acc = f(acc, v)
                                          y = acc
     (lambda a, b: a * b)(acc, v)     ->  acc * v        (arguments that are names)
+    vf = np.vectorize(f); vf(x)      ->  np.vectorize(f)(x), then as callee_forms writes it
+
+A lambda passed to a user function specialises a local copy of that function
+(``front/lambda_args.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from s2sad.transforms.astutil import (
     stores,
     without_docstring,
 )
-from s2sad.transforms.front import parse
+from s2sad.transforms.front import lambda_args, parse
 from s2sad.transforms.front.callee_forms import Exprs, heads
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.parse import MISSING
@@ -133,6 +137,9 @@ class _Rewriter:
     def __init__(self, env, locals_: set[str], namer: Namer):
         self.env, self.locals, self.namer = env, locals_, namer
         self.partials: dict[str, ast.Call] = {}  # g = partial(f, a), g only called
+        self.vectorized: dict[str, ast.Call] = (
+            {}
+        )  # vf = np.vectorize(f), vf only called
 
     def resolve(self, expr: ast.expr) -> Any:
         path = []
@@ -166,6 +173,11 @@ class _Rewriter:
     # -- the function
     def rewrite(self, node: ast.FunctionDef) -> None:
         self.find_partials(node)
+        counts: dict[str, int] = {}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                counts[sub.id] = counts.get(sub.id, 0) + 1
+        self.local_fns = lambda_args.local_lambdas(node.body, counts)
         node.body = self.block(node.body)
 
     def find_partials(self, node: ast.FunctionDef) -> None:
@@ -181,6 +193,8 @@ class _Rewriter:
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
         }
         for stmt in node.body:
+            if self.vectorize_alias(node, stmt, counts, called):
+                continue
             if not (
                 isinstance(stmt, ast.Assign)
                 and len(stmt.targets) == 1
@@ -214,12 +228,49 @@ class _Rewriter:
                 self.partials[var] = stmt.value
                 anno(stmt)["partial_alias"] = True
 
+    def vectorize_alias(self, node, stmt, counts: dict, called: set) -> bool:
+        """``vf = np.vectorize(f)`` assigned once, ``vf`` only ever called, ``f``
+        never rebound: each ``vf(x)`` becomes ``np.vectorize(f)(x)`` (callee_forms)."""
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and counts.get(stmt.targets[0].id) == 1
+            and isinstance(stmt.value, ast.Call)
+            and self.is_(stmt.value.func, np.vectorize)
+            and len(stmt.value.args) == 1
+            and not stmt.value.keywords
+        ):
+            return False
+        var = stmt.targets[0].id
+        if any(
+            isinstance(a, ast.Name) and counts.get(a.id, 0) > 0
+            for a in ast.walk(stmt.value.args[0])
+        ):
+            return False
+        uses = [
+            sub
+            for sub in ast.walk(node)
+            if isinstance(sub, ast.Name)
+            and sub.id == var
+            and isinstance(sub.ctx, ast.Load)
+        ]
+        if not all(id(u) in called for u in uses):
+            return False
+        self.vectorized[var] = stmt.value
+        anno(stmt)["partial_alias"] = True
+        return True
+
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
             if anno(stmt).get("partial_alias"):
                 continue
             made = self.factory(stmt)
+            if made is None and not isinstance(stmt, ast.FunctionDef):
+                # f(lambda v: v * w, x): f specialised on the lambda (a local copy)
+                exprs = [v for _, v in heads(stmt)]
+                out.extend(lambda_args.specialise(self, stmt, exprs, self.local_fns))
             out.extend(made if made is not None else self.statement(stmt))
         return out
 
