@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from tests.corpus.registry import case, lst, mat, scal, vec
+from tests.corpus.registry import case, const, lst, mat, scal, vec
 
 
 def attention(q, k, v):
@@ -157,3 +157,50 @@ def vectorized_energy(a, b):
 @case(vec(3), vec(3), argnums=(0, 1))
 def vectorize_object_in_callee(a, b):
     return vectorized_energy(a, b) * vectorized_energy(b, a)
+
+
+# ---------------------------------------------------------------- dict and list methods
+
+
+def _cfg(rng):
+    return {"mode": "train", "momentum": 0.8}
+
+
+@case(mat(5, 3), _cfg, argnums=0)
+def config_get_with_defaults(x, bn_param):
+    # CS231n batchnorm: defaults read with get; the running mean written back
+    momentum = bn_param.get("momentum", 0.9)
+    running_mean = bn_param.get("running_mean", np.zeros(x.shape[1]))
+    mu = x.mean(axis=0)
+    bn_param["running_mean"] = momentum * running_mean + (1 - momentum) * mu
+    rm = bn_param.get("running_mean")
+    return np.sum(np.tanh(x - mu) * rm)
+
+
+@case(vec(4), argnums=0)
+def local_dict_methods(w):
+    d = {}
+    d["a"] = w
+    d.setdefault("b", w * 2.0)
+    d.setdefault("a", w * 100.0)  # present: not written
+    d.update({"c": np.sin(w)}, scale=3.0)
+    d.update(a=d["b"] + 1.0, b=d["a"])  # both values read before either write
+    return np.sum(d["a"] * d.get("b") * d.get("c", 1.0)) * d.get("scale")
+
+
+@case(vec(3), argnums=0)
+def local_list_extend_in_loop(w):
+    xs = [w]
+    for k in range(2):
+        xs.extend([xs[-1] * w, np.cos(xs[-1]) + k])
+    return np.sum(np.stack(xs) ** 2)
+
+
+def scaled(x, opts):
+    d = {"shift": np.sin(x)}  # made here: read with get
+    return x * opts.get("scale", 1.0) + d.get("shift", 0.0) * d.get("none", 2.0)
+
+
+@case(vec(3), const({"scale": 2.0}), argnums=0)
+def dict_get_in_callee(x, opts):
+    return np.sum(scaled(x, opts) * scaled(x * 2.0, opts))

@@ -263,6 +263,18 @@ def _check(
         raise MissingRuleError(missing)
 
 
+def _mutator_hint(recv: str, method: str) -> str:
+    if method in ("setdefault", "update", "popitem"):
+        return (
+            f"write the items instead (if 'k' not in {recv}: {recv}['k'] = v), on a "
+            "dict made in the function or given to the differentiated function"
+        )
+    return (
+        f"index and slice instead (e.g. v = {recv}[-1]; {recv} = {recv}[:-1]), or "
+        f"build a new list; {recv}.append(...) is differentiated"
+    )
+
+
 #: methods of logging.Logger: the receiver is not known statically when the
 #: function makes it (logging.getLogger(...).info(...)); they store nothing
 LOGGER_METHODS = frozenset(
@@ -290,8 +302,12 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
                 call,
                 f"'{recv}.{meth}(...)' stores a differentiated value into '{recv}' "
                 "in place, which s2sad does not differentiate",
-                f"build a new list or dict and assign it (e.g. {recv} = [v] + {recv}), "
-                f"or use {recv}.append(v), which is differentiated",
+                (
+                    _mutator_hint(recv, meth)
+                    if meth in ("setdefault", "update")
+                    else f"build a new list or dict and assign it (e.g. {recv} = "
+                    f"[v] + {recv}), or use {recv}.append(v), which is differentiated"
+                ),
             )
         )
         return True
@@ -354,9 +370,7 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
                     call,
                     f"'{recv}.{info.target}(...)' changes '{recv}' in place, which "
                     "s2sad does not differentiate",
-                    f"index and slice instead (e.g. v = {recv}[-1]; {recv} = "
-                    f"{recv}[:-1]), or build a new list; {recv}.append(...) is "
-                    "differentiated",
+                    _mutator_hint(recv, info.target),
                 )
             )
         elif not known:
@@ -366,10 +380,16 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
                     f"no adjoint rule for the method '.{info.target}()' of a "
                     "differentiated value",
                     (
-                        f"call the NumPy function instead (np.{info.target}(x, ...)), "
-                        if hasattr(np, info.target)
-                        else "call it on an object passed in as an argument (its "
-                        "methods are compiled), "
+                        f"index the dict instead ({call.func.value.id}['k'], with "
+                        f"'k' in {call.func.value.id} as the test), or "
+                        if info.target == "get"
+                        and isinstance(call.func.value, ast.Name)
+                        else (
+                            f"call the NumPy function instead (np.{info.target}(x, ...)), "
+                            if hasattr(np, info.target)
+                            else "call it on an object passed in as an argument (its "
+                            "methods are compiled), "
+                        )
                     )
                     + "or register one with "
                     f"s2sad.runtime.registry.method_alias('{info.target}', fn)",

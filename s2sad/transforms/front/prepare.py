@@ -22,6 +22,7 @@ from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import (
     callees,
     comprehensions,
+    containers,
     generators,
     hygiene,
     inplace,
@@ -69,6 +70,7 @@ def desugar(job, module) -> None:
     )
     objects.unroll(node, job.parsed.example_args)
     callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
+    containers.run(node, job.parsed.example_args, job.top, job.namer)
     comprehensions.run(node, job.namer, job.parsed.source)
     starred.run(node, job.parsed.source)
     desugar_pass.run(node, job.namer)
