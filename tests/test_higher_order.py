@@ -70,7 +70,8 @@ SECOND_ORDER_CASES = {
     "lambda_by_keyword_in_callee", "vectorize_object_in_variable",
     "vectorize_lambda_object_in_loop", "vectorize_two_arguments_broadcast",
     "vectorize_object_in_callee", "config_get_with_defaults", "local_dict_methods",
-    "local_list_extend_in_loop", "dict_get_in_callee",
+    "local_list_extend_in_loop", "dict_get_in_callee", "kwargs_forwarded_two_levels",
+    "keyword_only_defaults_from_globals", "reduce_over_map_of_partial_lambda",
 }  # fmt: skip
 SELECTED = [c for c in CASES if c.fn.__name__ in SECOND_ORDER_CASES]
 

@@ -226,3 +226,25 @@ def test_zip_star_over_a_local_list_checks_the_length_its_loop_target_gives(
             s2sad.grad(_zip_star_of_another_length)(x)
         else:
             s2sad.jvp(_zip_star_of_another_length, (x,), (np.ones(8),))
+
+
+def _forward_kwargs(x, **kw):
+    return _takes_kwargs(x, **kw)
+
+
+def _takes_kwargs(x, **kw):
+    return x * kw["scale"]
+
+
+def _forwarding_entry(x, opts):
+    return np.sum(_forward_kwargs(x, **opts))
+
+
+def test_kwargs_forwarded_whole_refuse_a_key_naming_a_parameter_as_python_does():
+    x = np.arange(3.0)
+    good = s2sad.grad(_forwarding_entry)(x, {"scale": 2.0})
+    np.testing.assert_allclose(good, [2.0, 2.0, 2.0])
+    with pytest.raises(TypeError):
+        _forwarding_entry(x, {"scale": 2.0, "x": 1.0})
+    with pytest.raises(TypeError, match="multiple values"):
+        s2sad.grad(_forwarding_entry)(x, {"scale": 2.0, "x": 1.0})

@@ -1,6 +1,8 @@
 """Corpus: call forms on values the function builds itself (issue 14):
 ``zip(*heads)`` and ``f(*parts)`` over local lists (front/starred.py)."""
 
+import functools
+
 import numpy as np
 
 from tests.corpus.registry import case, const, lst, mat, scal, vec
@@ -204,3 +206,40 @@ def scaled(x, opts):
 @case(vec(3), const({"scale": 2.0}), argnums=0)
 def dict_get_in_callee(x, opts):
     return np.sum(scaled(x, opts) * scaled(x * 2.0, opts))
+
+
+# ---------------------------------------------------------------- **kwargs, keyword-only
+
+
+def _layer(x, **kw):
+    return np.tanh(x * kw["scale"] + kw.get("shift", 0.0))
+
+
+def _block(x, **kw):
+    return _layer(x, **kw) * 2.0  # forwarded whole
+
+
+@case(vec(3), scal(), argnums=(0, 1))
+def kwargs_forwarded_two_levels(x, s):
+    total = 0.0
+    for k in range(2):
+        total = total + np.sum(_block(x, scale=s * (k + 1), shift=x))
+    return total + np.sum(_block(x, scale=s))
+
+
+SCALE = 1.5
+
+
+def _scaled_kwonly(x, *, scale=SCALE, act=np.tanh):
+    return act(x) * scale
+
+
+@case(vec(3), argnums=0)
+def keyword_only_defaults_from_globals(x):
+    return np.sum(_scaled_kwonly(x)) + np.sum(_scaled_kwonly(x, scale=x, act=np.sin))
+
+
+@case(vec(3), lst(vec(3), vec(3), vec(3)), argnums=(0, 1))
+def reduce_over_map_of_partial_lambda(w, xs):
+    terms = map(functools.partial(lambda p, v: np.sum(np.sin(p * v)), w), xs)
+    return functools.reduce(lambda a, b: a + b * b, terms)

@@ -381,7 +381,7 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
                     "differentiated value",
                     (
                         f"index the dict instead ({call.func.value.id}['k'], with "
-                        f"'k' in {call.func.value.id} as the test), or "
+                        f"'k' in {call.func.value.id} as the test); "
                         if info.target == "get"
                         and isinstance(call.func.value, ast.Name)
                         else (

@@ -79,14 +79,21 @@ class ArgumentBinder:
             return mismatch()
         given = {k.arg: k.value for k in e.keywords if k.arg is not None}
         unpacked = [k.value for k in e.keywords if k.arg is None]
-        if len(unpacked) > 1 or (unpacked and varkw is not None):
+        named = [p for p in params if kinds[p] in (POSITIONAL, KEYWORD_ONLY)]
+        forwarded = (  # f(x, **kw) into def f(x, **kw): the dict passed on whole
+            len(unpacked) == 1
+            and varkw is not None
+            and starred is None
+            and all(k in named for k in given)
+            and all(p in given or p in positional[: len(fixed)] for p in named)
+        )
+        if len(unpacked) > 1 or (unpacked and varkw is not None and not forwarded):
             return mismatch(
                 f"keyword unpacking ('**') into '{callee}' that s2sad cannot match "
                 "to its parameters",
                 "unpack one dict, into a function without '**kwargs'",
             )
         source = self.atom(unpacked[0], out, "kwargs") if unpacked else None
-        named = [p for p in params if kinds[p] in (POSITIONAL, KEYWORD_ONLY)]
         extra = {k: v for k, v in given.items() if k not in named}
         if (extra and varkw is None) or set(given) & set(positional[: len(fixed)]):
             return mismatch()
@@ -99,6 +106,9 @@ class ArgumentBinder:
                 if starred is not None:
                     rest = call("tuple", starred)
                 args.append(rest)
+            elif kind == VAR_KEYWORD and forwarded:
+                args.append(source)
+                self._collision_check(e, callee, source, named, out)
             elif kind == VAR_KEYWORD:
                 args.append(
                     ast.Dict(
@@ -123,7 +133,7 @@ class ArgumentBinder:
                     f"missing argument '{p}' in call to '{callee}'",
                     "pass every parameter that has no default",
                 )
-        if source is not None:
+        if source is not None and not forwarded:
             self._keys_check(e, callee, source, read, defaults, out)
         if any(kinds[p] != POSITIONAL for p in params):
             info.extra["kinds"] = [(p, kinds[p]) for p in params]
@@ -131,6 +141,33 @@ class ArgumentBinder:
         if info.kind == "user" and info.extra.get("self") is None:
             self.pass_objects(new, info)  # objects whose methods the callee calls
         return new
+
+    def _collision_check(self, e, callee, source, named, out) -> None:
+        """``f(x, **kw)`` into ``def f(x, **kw)``: Python refuses a key of ``kw``
+        that names a parameter the call passes already; so does the emitted code."""
+        if not named:
+            return
+        test: ast.expr = ast.Compare(
+            left=const(named[0]), ops=[ast.In()], comparators=[source]
+        )
+        if len(named) > 1:
+            test = ast.BoolOp(
+                op=ast.Or(),
+                values=[
+                    ast.Compare(left=const(p), ops=[ast.In()], comparators=[source])
+                    for p in named
+                ],
+            )
+        message = (
+            f"{callee}() got multiple values for an argument from "
+            f"**{ast.unparse(source)} (it names one of {', '.join(named)})"
+        )
+        fail = ast.Raise(exc=call("TypeError", const(message)), cause=None)
+        guard = copy_loc(ast.If(test=test, body=[fail], orelse=[]), e)
+        for sub in ast.walk(guard):
+            if isinstance(sub, (ast.expr, ast.stmt)) and not hasattr(sub, "lineno"):
+                ast.copy_location(sub, e)
+        self.stmt(guard, out, False)
 
     def _keys_check(self, e, callee, source, read, defaults, out) -> None:
         """``f(x, **d)``: Python refuses a key of ``d`` that names no parameter

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from s2sad.transforms.astutil import copy_loc, name
+from s2sad.transforms.astutil import anno, copy_loc, name
 
 _STMT_LISTS = ("body", "orelse")
 
@@ -48,6 +48,9 @@ def _container_kinds(node: ast.FunctionDef, examples: dict) -> dict[str, type]:
         if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     kinds: dict[str, type] = {}
+    kwarg = anno(node).get("kwarg")
+    if kwarg is not None and counts.get(kwarg, 0) == 0:
+        kinds[kwarg] = dict
     for a in node.args.args:
         value = examples.get(a.arg)
         if isinstance(value, (dict, list)) and counts.get(a.arg, 0) == 0:

@@ -43,6 +43,8 @@ def validate(job, module) -> None:
     validate_pass.run(job.parsed, module.helper, entry=job.top)
     inplace.run(job.parsed, top=job.top)
     args = job.node.args
+    if args.kwarg is not None:  # always a dict: its .get is read as items
+        anno(job.node)["kwarg"] = args.kwarg.arg
     # the order of inspect.signature, in which call sites pass the arguments
     args.args = (
         args.posonlyargs
