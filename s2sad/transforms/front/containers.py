@@ -144,7 +144,12 @@ def _writes(s: ast.stmt, kinds: dict, writable: set, namer) -> list[ast.stmt] | 
         target = s.targets[0]
     if value is None or not isinstance(value, ast.Call):
         return None
-    recv = value.func.value.id if isinstance(value.func, ast.Attribute) else None
+    func = value.func
+    recv = (
+        func.value.id
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+        else None
+    )
     if recv not in writable:
         return None
     if _method(value, kinds, dict, "setdefault"):

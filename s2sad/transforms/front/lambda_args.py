@@ -12,8 +12,9 @@ before the statement, and the call goes to that copy::
 
 so the lambda's free variables (``w``) are read from the caller, as Python
 reads them, and local-function lifting (normalize) passes them to the copy as
-extra arguments.  No run-time check is needed: the lambda is written at the
-call, so the call cannot get another function.  The copy's names are fresh
+extra arguments.  The lambda is written at the call, so the call cannot get
+another function; the global naming the callee (``apply``) is checked on entry
+like any other global the code was compiled for.  The copy's names are fresh
 (the callee's own locals never capture the lambda's names), and its statements
 point at the call's line.
 
@@ -34,7 +35,7 @@ import inspect
 import types
 from typing import Any
 
-from s2sad.transforms.astutil import assign, const, copy_loc, name
+from s2sad.transforms.astutil import anno, assign, const, copy_loc, name
 from s2sad.transforms.front import parse
 from s2sad.transforms.front.parse import MISSING
 
@@ -174,6 +175,9 @@ def _specialise_call(rw, c: ast.Call, local_fns: dict) -> ast.FunctionDef | None
     node.body = _inline_block(rw, node.body, funcs)
     if node.body is None:
         return None
+    # the global that names the function copied is checked like any global the
+    # code was compiled for (prepare.bind_statics reads this mark)
+    anno(node)["guards"] = [copy.deepcopy(c.func)]
     c.func = name(node.name)
     c.args = [bound[p] for p in params if table[p] not in funcs]
     c.keywords = []

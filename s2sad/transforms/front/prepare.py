@@ -104,7 +104,11 @@ def bind_statics(job, module) -> None:
             while isinstance(root, ast.Attribute):
                 root = root.value
             roots.add(id(root))
-    _Binder(job, module, roots).visit(job.node)
+    binder = _Binder(job, module, roots)
+    binder.visit(job.node)
+    for ref in anno(job.node).get("guards", ()):  # lambda_args: the callee copied
+        roots.add(id(ref))
+        binder.visit(ref)
 
 
 def specialised(obj) -> bool:
