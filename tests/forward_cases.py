@@ -52,12 +52,13 @@ def mutates_argument(x):
 
 
 def keyword_active(x):
-    return np.sum(np.clip(x, a_min=x[0], a_max=5.0))
+    return np.sum(x.clip(min=x[0], max=5.0))
 
 
 def extend_list(x):
     out = [x]
-    out.extend([x])
+    more = [x]
+    out.extend(more)
     return np.sum(out[1])
 
 

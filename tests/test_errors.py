@@ -102,7 +102,7 @@ def test_view_read_after_in_place_change():
 
 def test_differentiated_value_as_keyword_argument():
     err = compile_error(bad.keyword_active, np.ones(3), 0.5, argnums=1)
-    assert "keyword argument 'a_min'" in str(err)
+    assert "keyword argument 'min'" in str(err)
     assert "positional" in str(err)
 
 
