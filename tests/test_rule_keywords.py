@@ -142,3 +142,16 @@ def test_scipy_distribution_keywords(fn):
         args = (RNG.normal(size=4), RNG.normal(size=4), RNG.normal(size=4))
     _check_reverse(fn, args)
     _check_forward(fn, args)
+
+
+def keywords_by_numpy_names(x, y):
+    # np.copy's rule calls its operand obj; NumPy calls it a
+    return np.sum(np.copy(a=y * 2.0) * x) + np.sum(
+        np.broadcast_to(array=x, shape=(2, 3))
+    )
+
+
+def test_keywords_bind_by_the_primals_names():
+    args = (RNG.normal(size=3), RNG.normal(size=3))
+    _check_reverse(keywords_by_numpy_names, args)
+    _check_forward(keywords_by_numpy_names, args)

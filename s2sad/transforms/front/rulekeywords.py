@@ -2,11 +2,12 @@
 
 A rule returns one cotangent per *positional* argument, so a differentiated
 value passed by keyword (``stats.t.logpdf(r, 4.0, loc=0.0, scale=s)``) must
-first find its position.  The rule's own signature names the positions (its
-parameters after ``g`` and ``ans``); a position left empty before the last
-moved keyword takes the default of the primal's signature (or, where the
-primal has none to read, as for SciPy's distribution methods, the rule's),
-and only when that default is a plain literal.  Called only for calls whose
+first find its position, as Python binds it: by the primal's signature where
+it can be read, and by the rule's parameters (after ``g`` and ``ans``) beyond
+that (SciPy's distribution methods take ``x, *args, **kwds``; their rules name
+``df``, ``loc``, ``scale`` as SciPy documents them).  A position left empty
+before the last moved keyword takes its default, only when that is a plain
+literal.  Called only for calls whose
 keyword carries a differentiated value (the other calls keep their text), by
 both modes' activity passes, which then solve again: the moved value is an
 operand now.  What cannot be bound stays a keyword, refused as before.
@@ -62,8 +63,11 @@ def _bind(c: ast.Call, primal: Any, active: set[str]) -> bool:
     rule_params = _positional(rule.adjoint)
     if rule_params is None or len(rule_params) < 2:
         return False
-    names = [p.name for p in rule_params[2:]]  # after g and ans
-    primal_params = {p.name: p for p in (_positional(primal) or [])}
+    # the positions as Python binds them: the primal's signature where it can be
+    # read, the rule's (after g and ans) beyond it (SciPy's x, *args, **kwds)
+    params = list(_positional(primal) or [])
+    params += rule_params[2 + len(params) :]
+    names = [p.name for p in params]
     given = {k.arg: k for k in c.keywords if k.arg is not None}
     last = max(
         (
@@ -73,22 +77,20 @@ def _bind(c: ast.Call, primal: Any, active: set[str]) -> bool:
         ),
         default=-1,
     )
-    if last < len(c.args):
-        return False
+    if last < len(c.args) or last >= len(rule_params) - 2:
+        return False  # nothing to move, or a position the rule has no cotangent for
     args = list(c.args)
     if any(isinstance(a, ast.Starred) for a in args):
         return False
     moved = []
     for i in range(len(args), last + 1):
-        pname = names[i]
-        if pname in given:
-            args.append(given[pname].value)
-            moved.append(pname)
+        if names[i] in given:
+            args.append(given[names[i]].value)
+            moved.append(names[i])
             continue
-        source = primal_params.get(pname, rule_params[i + 2])
-        if source.default is inspect.Parameter.empty:
+        if params[i].default is inspect.Parameter.empty:
             return False
-        default = _default_expr(source.default)
+        default = _default_expr(params[i].default)
         if default is None:
             return False
         args.append(ast.copy_location(default, c))
