@@ -106,6 +106,15 @@ def stores(node: ast.AST) -> set[str]:
     }
 
 
+def nested_defs(node: ast.AST) -> set[str]:
+    """Names of the functions defined anywhere inside ``node`` (not ``node``'s own)."""
+    return {
+        s.name
+        for s in ast.walk(node)
+        if isinstance(s, ast.FunctionDef) and s is not node
+    }
+
+
 def not_any(flags: list[str]) -> ast.expr:
     """``not (a or b ...)`` over flag names (sorted for determinism)."""
     flags = sorted(flags)

@@ -150,6 +150,18 @@ def nested_def_in_loop(x):
     return np.sum(y)
 
 
+@case(vec(3))
+def nested_def_in_nested_def(x):
+    # g is inner's own function, not a free name of the outer one
+    def inner(w):
+        def g(v):
+            return np.sin(v) * w
+
+        return g(x) + w
+
+    return np.sum(inner(np.cos(x)))
+
+
 def make_closure(scale):
     def inner(x):
         return np.sum(x * scale)

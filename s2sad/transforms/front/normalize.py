@@ -27,6 +27,7 @@ import copy
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
+from s2sad.transforms import astutil
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
 from s2sad.transforms.front import objects, setitems
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
@@ -48,15 +49,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         self.params = [
             a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
         ]
-        self.locals = (
-            set(self.params)
-            | stores(node)
-            | {
-                s.name
-                for s in ast.walk(node)
-                if isinstance(s, ast.FunctionDef) and s is not node
-            }
-        )
+        self.locals = set(self.params) | stores(node) | astutil.nested_defs(node)
         self.nonsimple = self._compound_stores(node.body)
         self.module_aliases = self._module_aliases(node)
         self.local_functions: dict[str, LocalFunction] = {}
@@ -229,7 +222,9 @@ class Normalizer(LoopNormalizer, CallNormalizer):
 
     # ------------------------------------------------------------------ nested functions
     def _lift(self, fname: str, node: ast.FunctionDef) -> None:
-        inner_locals = {a.arg for a in node.args.args} | stores(node)
+        # functions defined inside ``node`` are its own names, not the caller's
+        inner = stores(node) | astutil.nested_defs(node)
+        inner_locals = {a.arg for a in node.args.args} | inner
         free = sorted((loads(node) - inner_locals) & (self.locals - {fname}))
         free = [v for v in free if v not in self.local_functions]
         for v in free:
