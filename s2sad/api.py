@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.binding import (
+    FAST_TYPES,
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
@@ -30,6 +31,7 @@ from s2sad.binding import (
     numpy_floats,
     primal_or_raise,
     python_floats,
+    small_floats,
     type_signature,
 )
 from s2sad.errors import (
@@ -198,12 +200,12 @@ class GradientFunction(CompiledModule):
             fast = self._fast.get(
                 type(args[0]) if len(args) == 1 else tuple(map(type, args))
             )
-            if fast is not None:
+            if fast is not None and (fast[1] is None or small_floats(args, fast[1])):
                 try:
-                    value, grads = fast(*args)
+                    value, grads = fast[0](*args)
                 except Exception as exc:
                     return self._fast_failed(exc, args)
-                if type(value) is not float:
+                if type(value) is not float and type(value) is not np.float64:
                     check_scalar(self, value)
                 if self._single:
                     grads = grads[0]
@@ -247,18 +249,29 @@ class GradientFunction(CompiledModule):
         return (value, grads) if self.with_value else grads
 
     def _remember_fast(self, args: tuple) -> None:
-        """After a call of plain Python numbers that went well, let the next calls
-        of the same argument types go straight to the emitted function (it checks
-        the globals it was compiled for itself, first thing)."""
+        """After a call of plain Python numbers, or of those and small NumPy arrays,
+        that went well, let the next calls of the same argument types go straight
+        to the emitted function (it checks the globals it was compiled for itself,
+        first thing).  With arrays, each fast call first checks what else picks
+        the module (:func:`small_floats`): the arrays are still too small for
+        buffers and the differentiated ones hold floats; else the slow path."""
         types = tuple(map(type, args))
         if (
-            self._last is not None
-            and self._last[3] is None  # no workspace
-            and args
-            and len(args) == len(self._call.names)
-            and all(t is float or t is int or t is bool for t in types)
+            self._last is None
+            or self._last[3] is not None  # a workspace
+            or not args
+            or len(args) != len(self._call.names)
+            or not all(t in FAST_TYPES for t in types)
         ):
-            self._fast[types[0] if len(types) == 1 else types] = self._last[0]
+            return
+        arrays = tuple(i for i, t in enumerate(types) if t is np.ndarray)
+        guard = None
+        if arrays:
+            if not type_signature(list(args)).endswith(";small"):
+                return
+            diff = tuple(i for i in self._argnums if types[i] is np.ndarray)
+            guard = (arrays, diff)
+        self._fast[types[0] if len(types) == 1 else types] = (self._last[0], guard)
 
     def _fast_failed(self, exc: Exception, args: tuple):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""

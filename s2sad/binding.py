@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
-from s2sad.runtime import backend, pytrees, support
+from s2sad.runtime import backend, pytrees, support, workspace
 from s2sad.runtime.workspace import worthwhile
 
 
@@ -67,6 +67,25 @@ class CallBinding:
         bound = self.signature.bind(*args, **(kwargs or {}))
         bound.apply_defaults()
         return list(bound.arguments.values())
+
+
+#: argument types ``__call__``'s fast path takes
+FAST_TYPES = (float, int, bool, np.ndarray)
+
+
+def small_floats(args: tuple, guard: tuple) -> bool:
+    """Whether a call of the fast path's argument types picks the same module: its
+    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the
+    differentiated ones (``guard[1]``) hold floats."""
+    total = 0
+    for i in guard[0]:
+        total += args[i].nbytes
+    if total >= workspace.SMALL_BYTES:
+        return False
+    for i in guard[1]:
+        if args[i].dtype.kind != "f":
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- cache keys

@@ -194,7 +194,11 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
     ``out`` (the caller's ``out=`` arrays, same structure as ``x``) receives the
     result instead of a new array where it is an array of x's shape and dtype.
     """
-    if out is not None and _into_ok(out, x):
+    if out is None and type(g) is np.ndarray and type(x) is np.ndarray:
+        # the common case first: a cotangent of the argument's shape and dtype
+        if g.shape == x.shape and g.dtype == x.dtype and x.dtype.kind in "fc":
+            return np.array(g, copy=True)
+    elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
     if g is None:
         return zeros_like(x)
