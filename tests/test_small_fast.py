@@ -205,3 +205,45 @@ def test_finalize_copies_same_shaped_cotangents_keeping_their_layout():
     # other shapes and dtypes still go the long way
     np.testing.assert_array_equal(finalize(np.ones((2, 3, 4)), x), np.full((3, 4), 2.0))
     assert finalize(np.ones((3, 4)), x.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (4, 1, 2)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unbroadcast_to_a_python_float_sums_everything(shape, dtype):
+    from s2sad.runtime.support import unbroadcast
+
+    g = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape).astype(dtype)
+    got = unbroadcast(g, 0.5)
+    want = g.sum(axis=tuple(range(g.ndim)))
+    assert type(got) is type(want) and got == want
+    zero_d = np.array(2.0)
+    assert unbroadcast(zero_d, 0.5) is zero_d  # nothing broadcast: as before
+
+
+def test_float_offset_gradient_against_finite_differences():
+    def f(w, b, X):
+        return np.sum(np.tanh(X @ w + b) ** 2)
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(7, 3))
+    vg = s2sad.grad(f, argnums=(0, 1))
+    for _ in range(3):
+        w, b = rng.normal(size=3), float(rng.normal())
+        gw, gb = vg(w, b, X)
+        want = numerical_grad(f, [w, b, X], (0, 1))
+        _close(gw, want[0])
+        _close(gb, want[1])
+        assert type(gb) is float
+
+
+def test_accumulate_adds_same_shaped_arrays_in_place_only_when_exclusive():
+    from s2sad.runtime.support import accumulate
+
+    a, b = np.ones(4), np.full(4, 2.0)
+    kept = a
+    out = accumulate(a, b)  # `kept` refers to a: a new array
+    assert out is not a and np.all(kept == 1.0) and np.all(out == 3.0)
+    out = accumulate(np.ones(4), b)
+    np.testing.assert_array_equal(out, np.full(4, 3.0))
+    f32 = accumulate(np.ones(4, np.float32), np.ones(4))  # a float64 addend
+    assert f32.dtype == np.float64

@@ -102,6 +102,8 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
             return g
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
             return _sum_into(g, like, out)
+    elif tl is float and tg is np.ndarray and g.ndim:  # a float broadcast: sum all
+        return g.sum(axis=tuple(range(g.ndim)))
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise ValueError(
@@ -463,6 +465,8 @@ def exclusive(a: np.ndarray, extra: int = 0) -> bool:
 
 def _fits(a: np.ndarray, b: Any) -> bool:
     """``a += b`` keeps a's shape and dtype."""
+    if type(b) is np.ndarray and b.shape == a.shape and b.dtype == a.dtype:
+        return True
     if np.result_type(a, b) != a.dtype:
         return False
     return (
