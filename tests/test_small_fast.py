@@ -247,3 +247,86 @@ def test_accumulate_adds_same_shaped_arrays_in_place_only_when_exclusive():
     np.testing.assert_array_equal(out, np.full(4, 3.0))
     f32 = accumulate(np.ones(4, np.float32), np.ones(4))  # a float64 addend
     assert f32.dtype == np.float64
+
+
+AXES = [
+    (0, False),
+    (1, True),
+    (-1, False),
+    ((0, 2), False),
+    ((0, 2), True),
+    (None, True),
+]
+
+
+@pytest.mark.parametrize("axis,keepdims", AXES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_spread_written_out_equals_the_broadcast_view(axis, keepdims, dtype):
+    from s2sad.runtime.reductions import axes_of, spread
+
+    for shape in [(2, 3, 4), (40, 30, 5)]:  # under and over SMALL_FILL
+        x = np.zeros(shape, dtype)
+        reduced = np.sum(x, axis=axis, keepdims=keepdims)
+        g = np.arange(1.0, 1.0 + reduced.size).reshape(reduced.shape)
+        if g.ndim == 2:
+            g = np.asfortranarray(g)  # a non-contiguous layout reshapes too
+        kept = g if keepdims else np.expand_dims(g, axes_of(3, axis))
+        want = np.broadcast_to(kept, shape)
+        got = spread(g, x, axis, keepdims)
+        assert got.shape == shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if x.size > SMALL_FILL:
+            assert not got.flags.writeable  # still the view for large arrays
+        for rule in (d_sum, d_mean):
+            ct = rule(g, None, x, axis, keepdims=keepdims)[0]
+            assert ct.dtype == dtype and ct.shape == shape
+
+
+def _reducing(x, w):
+    s = np.sum(x * w, axis=1, keepdims=True)
+    m = np.mean(np.tanh(x), axis=0)
+    return np.sum(np.exp(x - s) * w) + np.sum(m * m) + np.mean(x, axis=(0, 1)).sum()
+
+
+def _looped(x, w):
+    total = 0.0
+    for i in range(3):
+        total = total + np.sum(np.sum(x * w, axis=1) ** 2) * (i + 1)
+    return total
+
+
+def _outer(x, w):
+    return _reducing(x, w) * 0.5
+
+
+@pytest.mark.parametrize("fn", [_reducing, _looped, _outer])
+@pytest.mark.parametrize("shape", [(3, 4), (5, 2), (70, 80)])
+def test_axis_reduction_gradients_against_finite_differences(fn, shape):
+    rng = np.random.default_rng(5)
+    x, w = 0.3 * rng.normal(size=shape), 0.3 * rng.normal(size=shape[1])
+    vg = s2sad.grad(fn, argnums=(0, 1))
+    for _ in range(3):  # plain, then fast-path (or recording and buffered) calls
+        gx, gw = vg(x, w)
+    if x.size > 1000:  # finite differences on a few entries only
+        idx = [(0, 0), (shape[0] - 1, 3), (7, shape[1] - 1)]
+        h = 1e-6
+        for i in idx:
+            d = np.zeros(shape)
+            d[i] = h
+            fd = (fn(x + d, w) - fn(x - d, w)) / (2 * h)
+            _close(gx[i], fd, rtol=1e-5, atol=1e-7)
+        return
+    want = numerical_grad(fn, [x, w], (0, 1))
+    _close(gx, want[0])
+    _close(gw, want[1])
+
+
+def test_axis_reduction_forward_and_second_order():
+    rng = np.random.default_rng(6)
+    x, w, v = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(3, 4))
+    hv = s2sad.hvp(_reducing)(x, w, v)
+    g = s2sad.grad(_reducing)
+    h = 1e-5
+    _close(hv, (g(x + h * v, w) - g(x - h * v, w)) / (2 * h), rtol=1e-5, atol=1e-7)
+    _, tangent = s2sad.jvp(_reducing)(x, w, v)
+    _close(tangent, np.sum(g(x, w) * v), rtol=1e-10)
