@@ -200,9 +200,14 @@ class GradientFunction(CompiledModule):
             fast = self._fast.get(
                 type(args[0]) if len(args) == 1 else tuple(map(type, args))
             )
-            if fast is not None and (fast[1] is None or small_floats(args, fast[1])):
+            # the module of the last call (else the slow path: it logs the switch)
+            if (
+                fast is not None
+                and fast[0] is self._last
+                and (fast[1] is None or small_floats(args, fast[1]))
+            ):
                 try:
-                    value, grads = fast[0](*args)
+                    value, grads = fast[0][0](*args)
                 except Exception as exc:
                     return self._fast_failed(exc, args)
                 if type(value) is not float and type(value) is not np.float64:
@@ -249,12 +254,10 @@ class GradientFunction(CompiledModule):
         return (value, grads) if self.with_value else grads
 
     def _remember_fast(self, args: tuple) -> None:
-        """After a call of plain Python numbers, or of those and small NumPy arrays,
-        that went well, let the next calls of the same argument types go straight
-        to the emitted function (it checks the globals it was compiled for itself,
-        first thing).  With arrays, each fast call first checks what else picks
-        the module (:func:`small_floats`): the arrays are still too small for
-        buffers and the differentiated ones hold floats; else the slow path."""
+        """After a call of Python numbers (and small arrays) that went well, let
+        the next calls of the same argument types go straight to the emitted
+        function (it checks its globals itself, first thing); with arrays, each
+        fast call checks :func:`small_floats` first, else goes the slow way."""
         types = tuple(map(type, args))
         if (
             self._last is None
@@ -271,7 +274,7 @@ class GradientFunction(CompiledModule):
                 return
             diff = tuple(i for i in self._argnums if types[i] is np.ndarray)
             guard = (arrays, diff)
-        self._fast[types[0] if len(types) == 1 else types] = (self._last[0], guard)
+        self._fast[types[0] if len(types) == 1 else types] = (self._last, guard)
 
     def _fast_failed(self, exc: Exception, args: tuple):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
