@@ -330,3 +330,13 @@ def test_axis_reduction_forward_and_second_order():
     _close(hv, (g(x + h * v, w) - g(x - h * v, w)) / (2 * h), rtol=1e-5, atol=1e-7)
     _, tangent = s2sad.jvp(_reducing)(x, w, v)
     _close(tangent, np.sum(g(x, w) * v), rtol=1e-10)
+
+
+def test_alternating_signatures_stay_right_and_source_follows_the_last_call():
+    vg = s2sad.grad(weighted)
+    x, w = np.linspace(-1, 1, 4), np.linspace(0.5, 2, 4)
+    for k in (2.0, 3, 2.0, 3, 2.0):
+        g = vg(x, w, k)
+        _close(g, k * w * (1 - np.tanh(x) ** 2) + 2 * x / x.size, rtol=1e-12)
+        kind = "-,-,-;small" if type(k) is float else "-,-,i;small"
+        assert vg._compiled[kind] is vg._last
