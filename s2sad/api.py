@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from s2sad.binding import (
-    FAST_TYPES,
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    fast_guard,
     normalize_argnums,
     numpy_floats,
     primal_or_raise,
@@ -196,7 +196,7 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
-        if self._fast and not kwargs and out is None:  # see _remember_fast
+        if self._fast and not kwargs:  # see _remember_fast
             fast = self._fast.get(
                 type(args[0]) if len(args) == 1 else tuple(map(type, args))
             )
@@ -209,12 +209,10 @@ class GradientFunction(CompiledModule):
                 try:
                     value, grads = fast[0][0](*args)
                 except Exception as exc:
-                    return self._fast_failed(exc, args)
+                    return self._fast_failed(exc, args, out)
                 if type(value) is not float and type(value) is not np.float64:
                     check_scalar(self, value)
-                if self._single:
-                    grads = grads[0]
-                return (value, grads) if self.with_value else grads
+                return self._fast_result(value, grads, out)
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -241,7 +239,7 @@ class GradientFunction(CompiledModule):
         if self.has_aux:
             value, aux = value
         check_scalar(self, value)
-        if out is None and not kwargs and not self.has_aux:
+        if not kwargs and not self.has_aux:
             self._remember_fast(args)
         if out is not None:
             grads = write_into(
@@ -264,29 +262,29 @@ class GradientFunction(CompiledModule):
             or self._last[3] is not None  # a workspace
             or not args
             or len(args) != len(self._call.names)
-            or not all(t in FAST_TYPES for t in types)
         ):
             return
-        arrays = tuple(i for i, t in enumerate(types) if t is np.ndarray)
-        guard = None
-        if arrays:
-            if not type_signature(list(args)).endswith(";small"):
-                return
-            diff = tuple(i for i in self._argnums if types[i] is np.ndarray)
-            guard = (arrays, diff)
-        self._fast[types[0] if len(types) == 1 else types] = (self._last, guard)
+        guard = fast_guard(args, types, self._argnums)
+        if guard is not False:
+            self._fast[types[0] if len(types) == 1 else types] = (self._last, guard)
 
-    def _fast_failed(self, exc: Exception, args: tuple):
+    def _fast_failed(self, exc: Exception, args: tuple, out: Any):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
         if isinstance(exc, GlobalsChangedError):
             self._fast.clear()  # compiled again, the slow way (nothing ran yet)
-            return self(*args)
+            return self(*args, out=out)
         if isinstance(exc, S2SADError):
             raise exc
         value, grads = self._failed(exc, list(args), [], args, {})
         check_scalar(self, value)
+        return self._fast_result(value, grads, out)
+
+    def _fast_result(self, value: Any, grads: tuple, out: Any):
+        """What a fast call returns (its gradients written into ``out=`` arrays)."""
         if self._single:
             grads = grads[0]
+        if out is not None:
+            grads = write_into(out, grads)
         return (value, grads) if self.with_value else grads
 
     def _run(self, values: list, out: Any, seed: list) -> tuple:

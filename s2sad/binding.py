@@ -73,6 +73,20 @@ class CallBinding:
 FAST_TYPES = (float, int, bool, np.ndarray)
 
 
+def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool:
+    """What ``grad``'s fast path checks on each call of these argument types:
+    None (Python numbers only), ``(arrays, differentiated arrays)`` positions for
+    :func:`small_floats`, or False: no fast path (other types, buffered arrays)."""
+    if not all(t in FAST_TYPES for t in types):
+        return False
+    arrays = tuple(i for i, t in enumerate(types) if t is np.ndarray)
+    if not arrays:
+        return None
+    if not type_signature(list(args)).endswith(";small"):
+        return False
+    return arrays, tuple(i for i in argnums if types[i] is np.ndarray)
+
+
 def small_floats(args: tuple, guard: tuple) -> bool:
     """Whether a call of the fast path's argument types picks the same module: its
     arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the

@@ -340,3 +340,38 @@ def test_alternating_signatures_stay_right_and_source_follows_the_last_call():
         _close(g, k * w * (1 - np.tanh(x) ** 2) + 2 * x / x.size, rtol=1e-12)
         kind = "-,-,-;small" if type(k) is float else "-,-,i;small"
         assert vg._compiled[kind] is vg._last
+
+
+def test_out_arrays_through_the_fast_path():
+    vg = s2sad.value_and_grad(weighted, argnums=(0, 1))
+    x, w = np.linspace(-1, 1, 5), np.linspace(0.5, 2, 5)
+    outs = (np.empty(5), np.empty(5))
+    want = numerical_grad(weighted, [x, w, 2.0], (0, 1))
+    for _ in range(3):
+        outs[0].fill(np.nan)
+        value, grads = vg(x, w, 2.0, out=outs)
+        assert grads[0] is outs[0] and grads[1] is outs[1]
+        _close(outs[0], want[0])
+        _close(outs[1], want[1])
+        assert value == weighted(x, w, 2.0)
+    assert vg._fast
+    single = s2sad.grad(logsumexp)
+    buf = np.empty(3)
+    for _ in range(3):
+        assert single(np.array([0.1, 0.2, 0.3]), out=buf) is buf
+    _close(buf, numerical_grad(logsumexp, [np.array([0.1, 0.2, 0.3])]))
+
+
+def test_out_arrays_when_a_global_was_rebound():
+    global _scale
+    vg = s2sad.grad(scaled_sum)
+    x, buf = np.array([1.0, -2.0]), np.empty(2)
+    vg(x, out=buf)
+    vg(x, out=buf)
+    old = _scale
+    try:
+        _scale = np.float64(5.0)
+        assert vg(x, out=buf) is buf
+        _close(buf, 10.0 * x, rtol=0, atol=0)
+    finally:
+        _scale = old
