@@ -212,7 +212,9 @@ class GradientFunction(CompiledModule):
                     return self._fast_failed(exc, args, out)
                 if type(value) is not float and type(value) is not np.float64:
                     check_scalar(self, value)
-                return self._fast_result(value, grads, out)
+                if out is not None or self._single:
+                    return self._fast_result(value, grads, out)
+                return (value, grads) if self.with_value else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
