@@ -26,10 +26,12 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
+    fast_guard,
     normalize_argnums,
     numpy_floats,
     primal_or_raise,
     python_floats,
+    small_floats,
     type_signature,
 )
 from s2sad.errors import (
@@ -194,19 +196,24 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
-        if self._fast and not kwargs and out is None:  # see _remember_fast
+        if self._fast and not kwargs:  # see _remember_fast
             fast = self._fast.get(
                 type(args[0]) if len(args) == 1 else tuple(map(type, args))
             )
-            if fast is not None:
+            # the module of the last call (else the slow path: it logs the switch)
+            if (
+                fast is not None
+                and fast[0] is self._last
+                and (fast[1] is None or small_floats(args, fast[1]))
+            ):
                 try:
-                    value, grads = fast(*args)
+                    value, grads = fast[0][0](*args)
                 except Exception as exc:
-                    return self._fast_failed(exc, args)
-                if type(value) is not float:
+                    return self._fast_failed(exc, args, out)
+                if type(value) is not float and type(value) is not np.float64:
                     check_scalar(self, value)
-                if self._single:
-                    grads = grads[0]
+                if out is not None or self._single:
+                    return self._fast_result(value, grads, out)
                 return (value, grads) if self.with_value else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
@@ -234,7 +241,7 @@ class GradientFunction(CompiledModule):
         if self.has_aux:
             value, aux = value
         check_scalar(self, value)
-        if out is None and not kwargs and not self.has_aux:
+        if not kwargs and not self.has_aux:
             self._remember_fast(args)
         if out is not None:
             grads = write_into(
@@ -247,30 +254,39 @@ class GradientFunction(CompiledModule):
         return (value, grads) if self.with_value else grads
 
     def _remember_fast(self, args: tuple) -> None:
-        """After a call of plain Python numbers that went well, let the next calls
-        of the same argument types go straight to the emitted function (it checks
-        the globals it was compiled for itself, first thing)."""
+        """After a call of Python numbers (and small arrays) that went well, let
+        the next calls of the same argument types go straight to the emitted
+        function (it checks its globals itself, first thing); with arrays, each
+        fast call checks :func:`small_floats` first, else goes the slow way."""
         types = tuple(map(type, args))
         if (
-            self._last is not None
-            and self._last[3] is None  # no workspace
-            and args
-            and len(args) == len(self._call.names)
-            and all(t is float or t is int or t is bool for t in types)
+            self._last is None
+            or self._last[3] is not None  # a workspace
+            or not args
+            or len(args) != len(self._call.names)
         ):
-            self._fast[types[0] if len(types) == 1 else types] = self._last[0]
+            return
+        guard = fast_guard(args, types, self._argnums)
+        if guard is not False:
+            self._fast[types[0] if len(types) == 1 else types] = (self._last, guard)
 
-    def _fast_failed(self, exc: Exception, args: tuple):
+    def _fast_failed(self, exc: Exception, args: tuple, out: Any):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
         if isinstance(exc, GlobalsChangedError):
             self._fast.clear()  # compiled again, the slow way (nothing ran yet)
-            return self(*args)
+            return self(*args, out=out)
         if isinstance(exc, S2SADError):
             raise exc
         value, grads = self._failed(exc, list(args), [], args, {})
         check_scalar(self, value)
+        return self._fast_result(value, grads, out)
+
+    def _fast_result(self, value: Any, grads: tuple, out: Any):
+        """What a fast call returns (its gradients written into ``out=`` arrays)."""
         if self._single:
             grads = grads[0]
+        if out is not None:
+            grads = write_into(out, grads)
         return (value, grads) if self.with_value else grads
 
     def _run(self, values: list, out: Any, seed: list) -> tuple:

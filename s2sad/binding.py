@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
-from s2sad.runtime import backend, pytrees, support
+from s2sad.runtime import backend, pytrees, support, workspace
 from s2sad.runtime.workspace import worthwhile
 
 
@@ -67,6 +67,39 @@ class CallBinding:
         bound = self.signature.bind(*args, **(kwargs or {}))
         bound.apply_defaults()
         return list(bound.arguments.values())
+
+
+#: argument types ``__call__``'s fast path takes
+FAST_TYPES = (float, int, bool, np.ndarray)
+
+
+def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool:
+    """What ``grad``'s fast path checks on each call of these argument types:
+    None (Python numbers only), ``(arrays, differentiated arrays)`` positions for
+    :func:`small_floats`, or False: no fast path (other types, buffered arrays)."""
+    if not all(t in FAST_TYPES for t in types):
+        return False
+    arrays = tuple(i for i, t in enumerate(types) if t is np.ndarray)
+    if not arrays:
+        return None
+    if not type_signature(list(args)).endswith(";small"):
+        return False
+    return arrays, tuple(i for i in argnums if types[i] is np.ndarray)
+
+
+def small_floats(args: tuple, guard: tuple) -> bool:
+    """Whether a call of the fast path's argument types picks the same module: its
+    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the
+    differentiated ones (``guard[1]``) hold floats."""
+    total = 0
+    for i in guard[0]:
+        total += args[i].nbytes
+    if total >= workspace.SMALL_BYTES:
+        return False
+    for i in guard[1]:
+        if args[i].dtype.kind != "f":
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- cache keys

@@ -366,7 +366,7 @@ def _add_show(commands) -> None:
         metavar="PASS",
         help="print each function's code after this compiler pass instead of the "
         "emitted module (validate, desugar, normalize, bind, activity, aliasing, "
-        "reverse, forward, cleanup, assemble, buffers, connect, imports, emit)",
+        "reverse, forward, cleanup, assemble, buffers, scalar, methods, connect, imports, emit)",
     )
     p.add_argument(
         "--color",

@@ -30,7 +30,7 @@ from typing import Any
 from s2sad.errors import ArgnumsError, S2SADError
 from s2sad.options import Options
 from s2sad.transforms import comments, emit, guards, lines
-from s2sad.transforms.buffers import scalar
+from s2sad.transforms.buffers import methods, scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
 from s2sad.transforms.front import objects, parse, prepare, shifts
@@ -63,6 +63,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("assemble", forward.assemble, (FORWARD,)),
     ("buffers", buffers.function_pass, (REVERSE,)),
     ("scalar", scalar.run, (REVERSE,)),
+    ("methods", methods.run, (REVERSE,)),
 ]
 
 #: (name, pass, modes), over the whole module once every function is compiled

@@ -102,6 +102,8 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
             return g
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
             return _sum_into(g, like, out)
+    elif tl is float and tg is np.ndarray and g.ndim:  # a float broadcast: sum all
+        return g.sum(axis=tuple(range(g.ndim)))
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise ValueError(
@@ -194,7 +196,11 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
     ``out`` (the caller's ``out=`` arrays, same structure as ``x``) receives the
     result instead of a new array where it is an array of x's shape and dtype.
     """
-    if out is not None and _into_ok(out, x):
+    if out is None and type(g) is np.ndarray and type(x) is np.ndarray:
+        # the common case first: a cotangent of the argument's shape and dtype
+        if g.shape == x.shape and g.dtype == x.dtype and x.dtype.kind in "fc":
+            return np.array(g, copy=True)
+    elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
     if g is None:
         return zeros_like(x)
@@ -459,6 +465,8 @@ def exclusive(a: np.ndarray, extra: int = 0) -> bool:
 
 def _fits(a: np.ndarray, b: Any) -> bool:
     """``a += b`` keeps a's shape and dtype."""
+    if type(b) is np.ndarray and b.shape == a.shape and b.dtype == a.dtype:
+        return True
     if np.result_type(a, b) != a.dtype:
         return False
     return (

@@ -32,7 +32,7 @@ def test_emit_writes_header_imports_and_restored_comments():
                 globals_changed("MOD.np")
             matmul = W @ x
             h = np.tanh(matmul)
-            out = np.sum(h)
+            out = h.sum()
             # grad of: return np.sum(h)
             g_h = d_sum(g_out, out, h)[0]
             # grad of: h = np.tanh(W @ x)

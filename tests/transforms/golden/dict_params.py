@@ -24,7 +24,7 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     params_item_1 = params["b"]
     add = np.add(matmul, params_item_1, out=ws["add"])
     tanh = np.tanh(add, out=ws["tanh"])
-    out = np.sum(tanh)
+    out = tanh.sum()
     # grad of: return np.sum(np.tanh(params["W"] @ x + params["b"]))
     g_tanh = d_sum(g_out, out, tanh)[0]
     mul = np.multiply(tanh, tanh, out=ws["mul"])

@@ -42,7 +42,7 @@ def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         tape.append(copy_item(y, i))
         y[i] = add
     mul_1 = np.multiply(y, y, out=ws["mul_1"])
-    out = np.sum(mul_1)
+    out = mul_1.sum()
     # grad of: return np.sum(y * y)
     g_mul_1 = d_sum(g_out, out, mul_1)[0]
     mul_2 = np.multiply(g_mul_1, y, out=ws["mul_2"])

@@ -14,7 +14,7 @@ def matmul_op_value_and_grad(W, x, g_out=1.0, ws=NO_WORKSPACE):
         globals_changed("cases_basic.np")
     matmul = np.matmul(W, x, out=ws["matmul"])
     tanh = np.tanh(matmul, out=ws["tanh"])
-    out = np.sum(tanh)
+    out = tanh.sum()
     # grad of: return np.sum(np.tanh(W @ x))
     g_tanh = d_sum(g_out, out, tanh)[0]
     mul = np.multiply(tanh, tanh, out=ws["mul"])
