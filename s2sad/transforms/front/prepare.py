@@ -25,6 +25,7 @@ from s2sad.transforms.front import (
     generators,
     hygiene,
     inplace,
+    instances,
     objects,
     parse,
 )
@@ -69,6 +70,7 @@ def desugar(job, module) -> None:
     objects.unroll(node, job.parsed.example_args)
     callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
     comprehensions.run(node, job.namer, job.parsed.source)
+    instances.run(job)
     desugar_pass.run(node, job.namer)
 
 

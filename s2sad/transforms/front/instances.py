@@ -1,0 +1,643 @@
+"""Objects built inside the differentiated function, replaced by their attributes.
+
+A user class known at compile time (a global, guarded like the others) whose
+instance the function builds and only uses through its attributes and methods
+is never built: ``__init__`` and the methods called are inlined, and each
+attribute becomes a local variable (scalar replacement of aggregates)::
+
+    layer = Dense(W, b)                    layer_W = W
+    out = layer.forward_pass(X)     ->     layer_b = b
+                                           X_1 = X
+                                           layer_layer_input = X_1
+                                           forward_pass_out = X_1 @ layer_W + layer_b
+                                           out = forward_pass_out
+
+so gradients flow through attributes like through any local.  ``Sigmoid()(z)``
+and ``Linear(W).forward(x)`` are handled the same way.  Methods reach each
+other through ``self`` and ``super()`` (resolved along the MRO), properties
+are inlined, class attributes give defaults, attributes may hold objects
+built the same way (``self.activation = Sigmoid()``).
+
+An object used otherwise (returned, passed to a function, stored in a list,
+aliased) is left to Python when the function binds it to a name (it is built
+as written); reached through an attribute or ``self``, it is refused with the
+place and a hint.  So are classes with ``__getattr__``, ``__setattr__`` or
+``__new__``, methods with ``*args`` or nested functions, and properties set.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import types
+from typing import Any
+
+from s2sad.errors import UnsupportedSyntaxError
+from s2sad.runtime.support import globals_changed
+from s2sad.transforms.astutil import anno, assign, const, copy_loc, name
+from s2sad.transforms.front import comprehensions
+from s2sad.transforms.front import desugar as desugar_pass
+from s2sad.transforms.front.calls import CallInfo, is_library
+from s2sad.transforms.front.parse import MISSING, parse_function
+
+_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__new__")
+_PLAIN = (int, float, bool, str, type(None), complex)
+_DEPTH = 12
+_ESCAPE_HINT = (
+    "use the object only through its attributes and methods inside the "
+    "differentiated function, or build it outside and pass it in"
+)
+
+
+def plain_class(cls: Any) -> bool:
+    """A user class s2sad can take apart: plain ``type``, Python source for
+    ``__init__``, none of the hooks that change what an attribute access does."""
+    if not isinstance(cls, type) or type(cls) is not type or is_library(cls):
+        return False
+    for k in cls.__mro__[:-1]:
+        if k.__module__ == "builtins" or any(h in vars(k) for h in _HOOKS):
+            return False
+    init = _lookup(cls, "__init__")[0]
+    if init is object.__init__:
+        return True
+    try:
+        inspect.getsource(init)
+    except (OSError, TypeError):
+        return False  # dataclass and namedtuple __init__ have no source
+    return isinstance(init, types.FunctionType) and not init.__closure__
+
+
+def _lookup(cls: type, attr: str, after: type | None = None):
+    """(value, defining class) of ``attr`` along the MRO (after ``after``)."""
+    mro = cls.__mro__
+    if after is not None:
+        mro = mro[mro.index(after) + 1 :]
+    for k in mro:
+        if attr in vars(k):
+            return vars(k)[attr], k
+    return MISSING, None
+
+
+class Obj:
+    """An object that is never built: its class and its attributes (locals or
+    nested objects)."""
+
+    def __init__(self, cls: type, label: str):
+        self.cls, self.label = cls, label
+        self.attrs: dict[str, str | Obj] = {}
+
+
+class _Refused(Exception):
+    def __init__(self, problem):
+        self.problem = problem
+
+
+class _Ctx:
+    """One function body being rewritten: its source (for errors), the names bound
+    to objects, the class whose method it is (for ``super()``), and where to
+    relocate inlined nodes that come from another file."""
+
+    def __init__(self, source, scope, owner=None, here=None):
+        self.source, self.scope, self.owner, self.here = source, scope, owner, here
+
+
+class Inliner:
+    def __init__(self, job):
+        self.job, self.namer, self.env = job, job.namer, job.parsed.env
+        self.top = job.parsed.source
+        self.caller_names = {
+            n.id
+            for n in ast.walk(job.node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        } | {a.arg for a in ast.walk(job.node) if isinstance(a, ast.arg)}
+        self.classes: dict[str, type] = {}  # for the guards
+        self.depth = 0
+
+    # ------------------------------------------------------------ errors, names
+    def refuse(self, ctx: _Ctx, node: ast.AST, msg: str, hint: str = _ESCAPE_HINT):
+        where = ctx.here if ctx.here is not None else node
+        raise _Refused(ctx.source.problem(where, msg, hint))
+
+    def resolve_class(self, func: ast.expr, ctx: _Ctx) -> Any:
+        """The plain user class a constructor call names (a global), or None."""
+        path = []
+        while isinstance(func, ast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name) or func.id in ctx.scope:
+            return None
+        if func.id in self.locals_of(ctx):
+            return None
+        obj = self.env.lookup(func.id)
+        for step in reversed(path):
+            obj = getattr(obj, step, MISSING)
+        if obj is MISSING or not plain_class(obj):
+            return None
+        return obj
+
+    def locals_of(self, ctx: _Ctx) -> set[str]:
+        return getattr(ctx, "locals", set())
+
+    def constructs(self, e: ast.expr, ctx: _Ctx) -> type | None:
+        if isinstance(e, ast.Call) and not any(
+            isinstance(a, ast.Starred) for a in e.args
+        ):
+            return self.resolve_class(e.func, ctx)
+        return None
+
+    def handle(self, e: ast.expr, ctx: _Ctx) -> Obj | None:
+        if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
+            return ctx.scope.get(e.id)
+        if isinstance(e, ast.Attribute):
+            base = self.handle(e.value, ctx)
+            if base is not None and isinstance(base.attrs.get(e.attr), Obj):
+                return base.attrs[e.attr]
+        return None
+
+    def attr_local(self, obj: Obj, attr: str) -> str:
+        cur = obj.attrs.get(attr)
+        if isinstance(cur, str):
+            return cur
+        obj.attrs[attr] = self.namer.fresh(f"{obj.label}_{attr}")
+        return obj.attrs[attr]
+
+    # ------------------------------------------------------------ statements
+    def block(self, body: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            out.extend(self.stmt(stmt, ctx))
+        return out
+
+    def stmt(self, s: ast.stmt, ctx: _Ctx) -> list[ast.stmt]:
+        pre: list[ast.stmt] = []
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(isinstance(n, ast.Name) and n.id in ctx.scope for n in ast.walk(s)):
+                self.refuse(ctx, s, "a nested function uses an object built here")
+            return [s]
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            tgt, cls = s.targets[0], self.constructs(s.value, ctx)
+            if cls is not None and isinstance(tgt, ast.Name) and tgt.id in ctx.ok:
+                ctx.scope[tgt.id] = self.build(cls, s.value, tgt.id, ctx, pre)
+                return pre
+            owner = (
+                self.handle(tgt.value, ctx) if isinstance(tgt, ast.Attribute) else None
+            )
+            if owner is not None and cls is not None:
+                if tgt.attr in owner.attrs:
+                    self.refuse(
+                        ctx, s, f"the attribute '{tgt.attr}' set twice to an object"
+                    )
+                owner.attrs[tgt.attr] = self.build(
+                    cls, s.value, f"{owner.label}_{tgt.attr}", ctx, pre
+                )
+                return pre
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            if isinstance(s, ast.AnnAssign) and s.value is None:
+                return []
+            value = self.expr(s.value, ctx, pre)
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            new_targets = [self.target(t, ctx, pre) for t in targets]
+            if isinstance(s, ast.AnnAssign):
+                s = copy_loc(ast.Assign(targets=new_targets, value=value), s)
+            elif isinstance(s, ast.Assign):
+                s.targets, s.value = new_targets, value
+            else:
+                s.target, s.value = new_targets[0], value
+            return pre + [s]
+        if isinstance(s, ast.Return):
+            if s.value is not None:
+                if self.handle(s.value, ctx) is not None:
+                    self.refuse(
+                        ctx, s, "the function returns an object built inside it"
+                    )
+                s.value = self.expr(s.value, ctx, pre)
+            return pre + [s]
+        if isinstance(s, (ast.If, ast.While)):
+            if isinstance(s, ast.While):
+                test_pre: list[ast.stmt] = []
+                s.test = self.expr(s.test, ctx, test_pre)
+                if test_pre:
+                    self.refuse(
+                        ctx,
+                        s,
+                        "a method of an object built here called in a while test",
+                        "call it before the loop and at the end of its body",
+                    )
+            else:
+                s.test = self.expr(s.test, ctx, pre)
+            s.body, s.orelse = self.block(s.body, ctx), self.block(s.orelse, ctx)
+            return pre + [s]
+        if isinstance(s, ast.For):
+            s.iter = self.expr(s.iter, ctx, pre)
+            s.target = self.target(s.target, ctx, pre)
+            s.body, s.orelse = self.block(s.body, ctx), self.block(s.orelse, ctx)
+            return pre + [s]
+        if isinstance(s, ast.Expr):
+            s.value = self.expr(s.value, ctx, pre)
+            if isinstance(s.value, ast.Name):
+                return pre  # an inlined call whose value is not used
+            return pre + [s]
+        for sub in ast.walk(s):
+            if isinstance(sub, ast.Name) and sub.id in ctx.scope:
+                self.refuse(
+                    ctx, s, f"'{sub.id}' (an object built here) used in this statement"
+                )
+        return [s]
+
+    def target(self, t: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
+        if isinstance(t, ast.Attribute):
+            owner = self.handle(t.value, ctx)
+            if owner is not None:
+                if isinstance(owner.attrs.get(t.attr), Obj):
+                    self.refuse(
+                        ctx,
+                        t,
+                        f"the attribute '{t.attr}' holding an object is set again",
+                    )
+                if isinstance(_lookup(owner.cls, t.attr)[0], property):
+                    self.refuse(
+                        ctx,
+                        t,
+                        f"the property '{t.attr}' is set",
+                        "set a plain attribute",
+                    )
+                return copy_loc(name(self.attr_local(owner, t.attr), store=True), t)
+        if isinstance(t, (ast.Tuple, ast.List)):
+            t.elts = [self.target(e, ctx, pre) for e in t.elts]
+            return t
+        if isinstance(t, ast.Starred):
+            t.value = self.target(t.value, ctx, pre)
+            return t
+        if isinstance(t, ast.Subscript):
+            t.value = self.target_base(t.value, ctx, pre)
+            t.slice = self.expr(t.slice, ctx, pre)
+            return t
+        if isinstance(t, ast.Name) and t.id in ctx.scope:
+            self.refuse(ctx, t, f"'{t.id}' (an object built here) assigned again")
+        return t
+
+    def target_base(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
+        """``self.states[:, t] = h``: the array written into is the local."""
+        if isinstance(e, ast.Subscript):
+            e.value = self.target_base(e.value, ctx, pre)
+            e.slice = self.expr(e.slice, ctx, pre)
+            return e
+        return self.expr(e, ctx, pre)
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
+        return _Expr(self, ctx, pre).visit(e)
+
+    def build(self, cls: type, site: ast.Call, label: str, ctx, pre) -> Obj:
+        """Run ``cls.__init__`` inline on a new object that is never built."""
+        obj = Obj(cls, label)
+        if isinstance(site.func, ast.Name):
+            self.classes[site.func.id] = cls
+        # class attributes that methods set on the instance start from the class value
+        written = _set_attributes(cls)
+        for k in reversed(cls.__mro__[:-1]):
+            for attr, v in vars(k).items():
+                if attr in written and isinstance(v, _PLAIN):
+                    local = self.attr_local(obj, attr)
+                    pre.append(assign(local, const(v), site))
+        init, owner = _lookup(cls, "__init__")
+        args = [self.expr(a, ctx, pre) for a in site.args]
+        kws = [(k.arg, self.expr(k.value, ctx, pre)) for k in site.keywords]
+        if init is object.__init__:
+            if args or kws:
+                self.refuse(ctx, site, f"{cls.__name__}() takes no arguments", "")
+            return obj
+        self.inline(init, owner, obj, args, kws, site, ctx, pre)
+        return obj
+
+    def inline(self, fn, owner, obj, args, kws, site, ctx, pre) -> ast.expr:
+        """Inline ``fn`` (a method of ``owner``, ``obj`` its self, or a static one):
+        its statements go to ``pre``; returns the expression of its result."""
+        where = f"'{fn.__qualname__}'"
+        if self.depth >= _DEPTH:
+            self.refuse(
+                ctx, site, f"{where} inlined too deeply (recursive methods)", ""
+            )
+        if not isinstance(fn, types.FunctionType) or fn.__closure__:
+            self.refuse(ctx, site, f"{where} is not a plain Python method", "")
+        if any(k is None for k, _ in kws):
+            self.refuse(
+                ctx, site, f"'**' in a call to {where}", "pass the arguments by name"
+            )
+        parsed = parse_function(fn)
+        node = parsed.node
+        here = ctx.here
+        if parsed.source.filename != self.top.filename and here is None:
+            here = site  # errors and lines point at the call in the user's function
+        inner = _Ctx(parsed.source if here is None else ctx.source, {}, owner, here)
+        if any(
+            isinstance(n, (ast.Lambda, ast.FunctionDef, ast.ClassDef, ast.Yield))
+            for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
+        ):
+            self.refuse(inner, node, f"{where} defines a function or yields", "")
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            self.refuse(ctx, site, f"{where} takes *args or **kwargs", "")
+        own = {p.name for p in params}
+        local_names = own | {
+            n.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id not in local_names:
+                mine = fn.__globals__.get(n.id, getattr(builtins, n.id, MISSING))
+                if n.id in self.caller_names or self.env.lookup(n.id) is not mine:
+                    self.refuse(
+                        inner,
+                        n,
+                        f"{where} reads the global '{n.id}', which the "
+                        "differentiated function sees differently",
+                        "rename one of them",
+                    )
+        comprehensions.run(node, self.namer, inner.source)
+        desugar_pass.run(node, self.namer)
+        self_name = params[0].name if obj is not None else None
+        if obj is not None:
+            inner.scope[self_name] = obj
+            inner.self_name = self_name
+            params = params[1:]
+        stored = {
+            n.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        renamed = {
+            v: self.namer.fresh(v) for v in sorted(own | stored) if v != self_name
+        }
+        _Rename(renamed).visit(node)
+        inner.locals = set(renamed.values())
+        inner.ok = _buildable(node, set())
+        # bind the arguments
+        if len(args) > len(params):
+            self.refuse(ctx, site, f"too many arguments for {where}", "")
+        given = dict(zip([p.name for p in params], args))
+        for k, v in kws:
+            if k not in {p.name for p in params} or k in given:
+                self.refuse(ctx, site, f"bad keyword argument '{k}' for {where}", "")
+            given[k] = v
+        for p in params:
+            if p.name in given:
+                value = given[p.name]
+            elif p.default is not p.empty and isinstance(p.default, _PLAIN):
+                value = const(p.default)
+            else:
+                self.refuse(
+                    ctx,
+                    site,
+                    f"{where} needs the argument '{p.name}' (or has a default that is not a number or string)",
+                    "",
+                )
+            pre.append(assign(renamed[p.name], value, site))
+        self.depth += 1
+        try:
+            body = self.block(node.body[:-1], inner)
+            ret = node.body[-1]
+            value = (
+                self.expr(ret.value, inner, body)
+                if ret.value is not None
+                else const(None)
+            )
+            if (
+                self.handle(ret.value, inner) is not None
+                if ret.value is not None
+                else False
+            ):
+                self.refuse(inner, ret, f"{where} returns an object built inside it")
+        finally:
+            self.depth -= 1
+        if here is not None:
+            for stmt in body:
+                for n in ast.walk(stmt):
+                    copy_loc(n, here)
+        pre.extend(body)
+        if isinstance(value, (ast.Name, ast.Constant)):
+            return value
+        out = self.namer.fresh(f"{fn.__name__.strip('_')}_out")
+        pre.append(copy_loc(assign(out, value), here if here is not None else ret))
+        return name(out)
+
+
+def _set_attributes(cls: type) -> set[str]:
+    """Attribute names the methods of ``cls`` assign on ``self``."""
+    out = set()
+    for k in cls.__mro__[:-1]:
+        for v in vars(k).values():
+            if isinstance(v, types.FunctionType):
+                try:
+                    tree = ast.parse(textwrap.dedent(inspect.getsource(v)))
+                except (OSError, TypeError, SyntaxError):
+                    continue
+                for n in ast.walk(tree):
+                    if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                        out.add(n.attr)
+    return out
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.mapping:
+            node.id = self.mapping[node.id]
+        return node
+
+
+class _Expr(ast.NodeTransformer):
+    """An expression with the objects' attributes read from their locals and their
+    methods inlined (their statements go before the statement)."""
+
+    def __init__(self, inl: Inliner, ctx: _Ctx, pre: list):
+        self.inl, self.ctx, self.pre = inl, ctx, pre
+        self.guarded = 0  # inside and/or, if-else, a lambda or a comprehension
+
+    def _guard(self, node):
+        self.guarded += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.guarded -= 1
+
+    visit_BoolOp = visit_IfExp = visit_Lambda = _guard
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _guard
+
+    def _unguarded(self, node: ast.Call) -> None:
+        if self.guarded:
+            self.inl.refuse(
+                self.ctx,
+                node,
+                f"'{ast.unparse(node)}' inside and/or, if-else, a lambda or a "
+                "comprehension",
+                "call the method in a statement of its own",
+            )
+
+    def _inline(self, fn, owner, obj, node: ast.Call) -> ast.expr:
+        self._unguarded(node)
+        args = [self.visit(a) for a in node.args]
+        kws = [(k.arg, self.visit(k.value)) for k in node.keywords]
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            self.inl.refuse(
+                self.ctx, node, "'*' in a call to a method of an object built here", ""
+            )
+        return self.inl.inline(fn, owner, obj, args, kws, node, self.ctx, self.pre)
+
+    def _method(self, obj: Obj, attr: str, node: ast.Call, after=None) -> ast.expr:
+        value, owner = _lookup(obj.cls, attr, after)
+        if isinstance(value, staticmethod):
+            return self._inline(value.__func__, owner, None, node)
+        if isinstance(value, types.FunctionType):
+            return self._inline(value, owner, obj, node)
+        self.inl.refuse(
+            self.ctx, node, f"'{attr}' of {obj.cls.__name__} is not a plain method", ""
+        )
+
+    def visit_Call(self, node: ast.Call):
+        func, ctx = node.func, self.ctx
+        if isinstance(func, ast.Attribute):
+            base = func.value
+            if (
+                isinstance(base, ast.Call)
+                and isinstance(base.func, ast.Name)
+                and base.func.id == "super"
+                and getattr(ctx, "self_name", None) is not None
+            ):
+                obj = ctx.scope[ctx.self_name]
+                return self._method(obj, func.attr, node, after=ctx.owner)
+            cls = self.inl.constructs(base, ctx)
+            if cls is not None:
+                self._unguarded(node)
+                obj = self.inl.build(cls, base, cls.__name__.lower(), ctx, self.pre)
+                return self._method(obj, func.attr, node)
+            obj = self.inl.handle(base, ctx)
+            if obj is not None:
+                held = obj.attrs.get(func.attr)
+                if isinstance(held, Obj):
+                    return self._method(held, "__call__", node)
+                if held is None:
+                    return self._method(obj, func.attr, node)
+        cls = self.inl.constructs(func, ctx)
+        if cls is not None:  # Sigmoid()(z)
+            self._unguarded(node)
+            obj = self.inl.build(cls, func, cls.__name__.lower(), ctx, self.pre)
+            return self._method(obj, "__call__", node)
+        obj = self.inl.handle(func, ctx)
+        if obj is not None:
+            return self._method(obj, "__call__", node)
+        return self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        obj = self.inl.handle(node.value, self.ctx)
+        if obj is None:
+            return self.generic_visit(node)
+        held = obj.attrs.get(node.attr)
+        if isinstance(held, str):
+            return copy_loc(name(held), node)
+        if isinstance(held, Obj):
+            self.inl.refuse(
+                self.ctx, node, f"the object '{ast.unparse(node)}' is used as a value"
+            )
+        value, owner = _lookup(obj.cls, node.attr)
+        if isinstance(value, property) and value.fget is not None:
+            call = copy_loc(ast.Call(func=node, args=[], keywords=[]), node)
+            return self._inline(value.fget, owner, obj, call)
+        if isinstance(value, _PLAIN):
+            return copy_loc(const(value), node)
+        self.inl.refuse(
+            self.ctx,
+            node,
+            f"'{ast.unparse(node)}' is read before it is set, or is not "
+            "a number, a string or an attribute set by a method",
+            "",
+        )
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.ctx.scope and isinstance(node.ctx, ast.Load):
+            self.inl.refuse(
+                self.ctx,
+                node,
+                f"the object '{node.id}' built here is used as a value "
+                "(returned, passed to a function, stored or aliased)",
+            )
+        return node
+
+
+def _buildable(node: ast.AST, params: set[str]) -> set[str]:
+    """Names assigned once, by a constructor call, used only through attributes
+    and calls: those objects need not exist."""
+    count: dict[str, int] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            count[n.id] = count.get(n.id, 0) + 1
+    ok = {
+        s.targets[0].id
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+        and isinstance(s.value, ast.Call)
+    }
+    ok = {v for v in ok if count.get(v) == 1 and v not in params}
+    fine: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            fine.add(id(n.value))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            fine.add(id(n.func))
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and id(n) not in fine
+        ):
+            ok.discard(n.id)
+    return ok
+
+
+def _guard(var: str, cls: type, like: ast.AST) -> ast.stmt:
+    """``if Dense is not <Dense as compiled>: globals_changed(...)``: the inlined
+    class is specialised on like any global the function calls."""
+    bound = name(f"{var}_class")
+    anno(bound)["bind"] = (cls, ["module", cls.__module__, cls.__qualname__])
+    fail = name("globals_changed")
+    anno(fail)["bind"] = (globals_changed, None)
+    call_ = ast.Call(func=fail, args=[const(f"the class {var}")], keywords=[])
+    anno(call_)["call"] = CallInfo("rule", globals_changed)
+    test = ast.Compare(left=name(var), ops=[ast.IsNot()], comparators=[bound])
+    node = ast.If(test=test, body=[ast.Expr(value=call_)], orelse=[])
+    for n in ast.walk(node):
+        copy_loc(n, like)
+    return node
+
+
+def run(job) -> None:
+    """Take apart the objects of plain user classes the function builds (see the
+    module docstring); raise UnsupportedSyntaxError where one escapes."""
+    node = job.node
+    inl = Inliner(job)
+    params = {a.arg for a in node.args.args}
+    ctx = _Ctx(job.parsed.source, {})
+    ctx.locals = inl.caller_names
+    if not any(
+        isinstance(c, ast.Call) and inl.constructs(c, ctx) is not None
+        for c in ast.walk(node)
+    ):
+        return
+    ctx.ok = _buildable(node, params)
+    try:
+        body = inl.block(node.body, ctx)
+    except _Refused as exc:
+        raise UnsupportedSyntaxError([exc.problem]) from None
+    guards = [
+        _guard(v, c, node.body[0])
+        for v, c in sorted(inl.classes.items(), key=lambda kv: kv[0])
+    ]
+    node.body = guards + body
