@@ -20,6 +20,7 @@ import types
 
 from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import (
+    attributes,
     callees,
     comprehensions,
     generators,
@@ -72,6 +73,7 @@ def desugar(job, module) -> None:
     comprehensions.run(node, job.namer, job.parsed.source)
     instances.run(job)
     desugar_pass.run(node, job.namer)
+    attributes.run(node, job.parsed.example_args, job.namer)
 
 
 def normalize(job, module) -> None:
