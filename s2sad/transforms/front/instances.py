@@ -2,7 +2,8 @@
 
 A user class known at compile time (a global, guarded like the others) whose
 instance the function builds and only uses through its attributes and methods
-is never built: ``__init__`` and the methods called are inlined, and each
+is never built (the entry checks the global still names the class, through
+``Job.inlined_classes``): ``__init__`` and the methods called are inlined, and each
 attribute becomes a local variable (scalar replacement of aggregates)::
 
     layer = Dense(W, b)                    layer_W = W
@@ -35,11 +36,10 @@ import types
 from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.runtime.support import globals_changed
-from s2sad.transforms.astutil import anno, assign, const, copy_loc, name
+from s2sad.transforms.astutil import assign, const, copy_loc, name
 from s2sad.transforms.front import comprehensions
 from s2sad.transforms.front import desugar as desugar_pass
-from s2sad.transforms.front.calls import CallInfo, is_library
+from s2sad.transforms.front.calls import is_library
 from s2sad.transforms.front.parse import MISSING, parse_function
 
 _HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__new__")
@@ -66,7 +66,9 @@ def plain_class(cls: Any) -> bool:
         inspect.getsource(init)
     except (OSError, TypeError):
         return False  # dataclass and namedtuple __init__ have no source
-    return isinstance(init, types.FunctionType) and not init.__closure__
+    return isinstance(init, types.FunctionType) and not (
+        set(init.__code__.co_freevars) - {"__class__"}
+    )
 
 
 def _lookup(cls: type, attr: str, after: type | None = None):
@@ -156,6 +158,27 @@ class Inliner:
                 return base.attrs[e.attr]
         return None
 
+    def fold(self, test: ast.expr, ctx: _Ctx) -> bool | None:
+        """``x is None`` / ``x is not None`` known here: ``x`` an object built
+        here, or a parameter given None (``act=None``: ``Tanh() if act is None
+        else act``); None when not known."""
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return None
+        left = test.left
+        if self.handle(left, ctx) is not None:
+            is_none = False
+        elif isinstance(left, ast.Name) and left.id in getattr(ctx, "nones", ()):
+            is_none = True
+        else:
+            return None
+        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
+
     def attr_local(self, obj: Obj, attr: str) -> str:
         cur = obj.attrs.get(attr)
         if isinstance(cur, str):
@@ -176,6 +199,13 @@ class Inliner:
             if any(isinstance(n, ast.Name) and n.id in ctx.scope for n in ast.walk(s)):
                 self.refuse(ctx, s, "a nested function uses an object built here")
             return [s]
+        if isinstance(s, ast.If) and self.fold(s.test, ctx) is not None:
+            return self.block(s.body if self.fold(s.test, ctx) else s.orelse, ctx)
+        while isinstance(getattr(s, "value", None), ast.IfExp):
+            known = self.fold(s.value.test, ctx)
+            if known is None:
+                break
+            s.value = s.value.body if known else s.value.orelse
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
             tgt, cls = s.targets[0], self.constructs(s.value, ctx)
             if cls is not None and isinstance(tgt, ast.Name) and tgt.id in ctx.ok:
@@ -184,12 +214,13 @@ class Inliner:
             owner = (
                 self.handle(tgt.value, ctx) if isinstance(tgt, ast.Attribute) else None
             )
-            if owner is not None and cls is not None:
+            held = self.handle(s.value, ctx) if owner is not None else None
+            if owner is not None and (cls is not None or held is not None):
                 if tgt.attr in owner.attrs:
                     self.refuse(
                         ctx, s, f"the attribute '{tgt.attr}' set twice to an object"
                     )
-                owner.attrs[tgt.attr] = self.build(
+                owner.attrs[tgt.attr] = held or self.build(
                     cls, s.value, f"{owner.label}_{tgt.attr}", ctx, pre
                 )
                 return pre
@@ -290,6 +321,17 @@ class Inliner:
     def expr(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
         return _Expr(self, ctx, pre).visit(e)
 
+    def argument(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr | Obj:
+        """An argument of an inlined call: an object built here (or built in
+        the argument list: ``Activation(TanH())``) is passed as itself."""
+        obj = self.handle(e, ctx)
+        if obj is not None:
+            return obj
+        cls = self.constructs(e, ctx)
+        if cls is not None:
+            return self.build(cls, e, cls.__name__.lower(), ctx, pre)
+        return self.expr(e, ctx, pre)
+
     def build(self, cls: type, site: ast.Call, label: str, ctx, pre) -> Obj:
         """Run ``cls.__init__`` inline on a new object that is never built."""
         obj = Obj(cls, label)
@@ -303,8 +345,8 @@ class Inliner:
                     local = self.attr_local(obj, attr)
                     pre.append(assign(local, const(v), site))
         init, owner = _lookup(cls, "__init__")
-        args = [self.expr(a, ctx, pre) for a in site.args]
-        kws = [(k.arg, self.expr(k.value, ctx, pre)) for k in site.keywords]
+        args = [self.argument(a, ctx, pre) for a in site.args]
+        kws = [(k.arg, self.argument(k.value, ctx, pre)) for k in site.keywords]
         if init is object.__init__:
             if args or kws:
                 self.refuse(ctx, site, f"{cls.__name__}() takes no arguments", "")
@@ -320,7 +362,9 @@ class Inliner:
             self.refuse(
                 ctx, site, f"{where} inlined too deeply (recursive methods)", ""
             )
-        if not isinstance(fn, types.FunctionType) or fn.__closure__:
+        if not isinstance(fn, types.FunctionType) or set(fn.__code__.co_freevars) - {
+            "__class__"  # the cell super() reads
+        }:
             self.refuse(ctx, site, f"{where} is not a plain Python method", "")
         if any(k is None for k, _ in kws):
             self.refuse(
@@ -375,6 +419,14 @@ class Inliner:
         }
         _Rename(renamed).visit(node)
         inner.locals = set(renamed.values())
+        inner.nones = set()
+        stored_count: dict[str, int] = {}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stored_count[n.id] = stored_count.get(n.id, 0) + 1
+        for a in ast.walk(node.args):
+            if isinstance(a, ast.arg) and a.arg in renamed:
+                stored_count[renamed[a.arg]] = stored_count.get(renamed[a.arg], 0) + 1
         inner.ok = _buildable(node, set())
         # bind the arguments
         if len(args) > len(params):
@@ -396,7 +448,16 @@ class Inliner:
                     f"{where} needs the argument '{p.name}' (or has a default that is not a number or string)",
                     "",
                 )
-            pre.append(assign(renamed[p.name], value, site))
+            if isinstance(value, Obj):
+                inner.scope[renamed[p.name]] = value
+            else:
+                if (  # a parameter given None and never set again
+                    isinstance(value, ast.Constant)
+                    and value.value is None
+                    and stored_count.get(renamed[p.name], 0) == 1
+                ):
+                    inner.nones.add(renamed[p.name])
+                pre.append(assign(renamed[p.name], value, site))
         self.depth += 1
         try:
             body = self.block(node.body[:-1], inner)
@@ -467,7 +528,7 @@ class _Expr(ast.NodeTransformer):
         finally:
             self.guarded -= 1
 
-    visit_BoolOp = visit_IfExp = visit_Lambda = _guard
+    visit_BoolOp = visit_Lambda = _guard
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _guard
 
     def _unguarded(self, node: ast.Call) -> None:
@@ -482,8 +543,11 @@ class _Expr(ast.NodeTransformer):
 
     def _inline(self, fn, owner, obj, node: ast.Call) -> ast.expr:
         self._unguarded(node)
-        args = [self.visit(a) for a in node.args]
-        kws = [(k.arg, self.visit(k.value)) for k in node.keywords]
+        args = [self.inl.argument(a, self.ctx, self.pre) for a in node.args]
+        kws = [
+            (k.arg, self.inl.argument(k.value, self.ctx, self.pre))
+            for k in node.keywords
+        ]
         if any(isinstance(a, ast.Starred) for a in node.args):
             self.inl.refuse(
                 self.ctx, node, "'*' in a call to a method of an object built here", ""
@@ -559,6 +623,12 @@ class _Expr(ast.NodeTransformer):
             "",
         )
 
+    def visit_IfExp(self, node: ast.IfExp):
+        known = self.inl.fold(node.test, self.ctx)
+        if known is None:
+            return self._guard(node)
+        return self.visit(node.body if known else node.orelse)
+
     def visit_Name(self, node: ast.Name):
         if node.id in self.ctx.scope and isinstance(node.ctx, ast.Load):
             self.inl.refuse(
@@ -602,22 +672,6 @@ def _buildable(node: ast.AST, params: set[str]) -> set[str]:
     return ok
 
 
-def _guard(var: str, cls: type, like: ast.AST) -> ast.stmt:
-    """``if Dense is not <Dense as compiled>: globals_changed(...)``: the inlined
-    class is specialised on like any global the function calls."""
-    bound = name(f"{var}_class")
-    anno(bound)["bind"] = (cls, ["module", cls.__module__, cls.__qualname__])
-    fail = name("globals_changed")
-    anno(fail)["bind"] = (globals_changed, None)
-    call_ = ast.Call(func=fail, args=[const(f"the class {var}")], keywords=[])
-    anno(call_)["call"] = CallInfo("rule", globals_changed)
-    test = ast.Compare(left=name(var), ops=[ast.IsNot()], comparators=[bound])
-    node = ast.If(test=test, body=[ast.Expr(value=call_)], orelse=[])
-    for n in ast.walk(node):
-        copy_loc(n, like)
-    return node
-
-
 def run(job) -> None:
     """Take apart the objects of plain user classes the function builds (see the
     module docstring); raise UnsupportedSyntaxError where one escapes."""
@@ -636,8 +690,5 @@ def run(job) -> None:
         body = inl.block(node.body, ctx)
     except _Refused as exc:
         raise UnsupportedSyntaxError([exc.problem]) from None
-    guards = [
-        _guard(v, c, node.body[0])
-        for v, c in sorted(inl.classes.items(), key=lambda kv: kv[0])
-    ]
-    node.body = guards + body
+    node.body = body
+    job.inlined_classes = sorted(inl.classes)

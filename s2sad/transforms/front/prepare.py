@@ -102,7 +102,13 @@ def bind_statics(job, module) -> None:
             while isinstance(root, ast.Attribute):
                 root = root.value
             roots.add(id(root))
-    _Binder(job, module, roots).visit(job.node)
+    binder = _Binder(job, module, roots)
+    binder.visit(job.node)
+    # classes no longer in the code, still specialised on (nodes kept alive:
+    # the binder tells nodes apart by id)
+    named = [name(var) for var in job.inlined_classes]
+    for node in named:
+        binder.visit_Name(node)
 
 
 def specialised(obj) -> bool:
