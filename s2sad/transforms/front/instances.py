@@ -391,17 +391,29 @@ class Inliner:
             for n in ast.walk(node)
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
         }
+        foreign: dict[str, str] = {}
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id not in local_names:
                 mine = fn.__globals__.get(n.id, getattr(builtins, n.id, MISSING))
                 if n.id in self.caller_names or self.env.lookup(n.id) is not mine:
-                    self.refuse(
-                        inner,
-                        n,
-                        f"{where} reads the global '{n.id}', which the "
-                        "differentiated function sees differently",
-                        "rename one of them",
-                    )
+                    if n.id not in fn.__globals__:
+                        self.refuse(
+                            inner,
+                            n,
+                            f"{where} reads '{n.id}', which the differentiated "
+                            "function defines as a local",
+                            "rename one of them",
+                        )
+                    if (
+                        n.id not in foreign
+                    ):  # another module's global: a name of its own
+                        foreign[n.id] = self.namer.fresh(n.id)
+                        self.env.foreign[foreign[n.id]] = (
+                            mine,
+                            fn.__globals__.get("__name__", "__main__"),
+                            n.id,
+                        )
+        _Rename(foreign).visit(node)
         comprehensions.run(node, self.namer, inner.source)
         desugar_pass.run(node, self.namer)
         self_name = params[0].name if obj is not None else None

@@ -37,6 +37,9 @@ class Env:
         self.cells: dict[str, Any] = {}
         self.cell_objects: dict[str, Any] = {}  # where the emitted code reads them
         self.globals: dict[str, Any] = {}
+        #: globals of another module that inlined code reads (front/instances.py),
+        #: under a fresh name: name -> (value, module name, name there)
+        self.foreign: dict[str, tuple[Any, str, str]] = {}
         if fn is not None:
             code = fn.__code__
             for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
@@ -53,6 +56,8 @@ class Env:
         """The object bound to ``name``, or the module-private ``MISSING`` marker."""
         if name in self.cells:
             return self.cells[name]
+        if name in self.foreign:
+            return self.foreign[name][0]
         if name in self.globals:
             return self.globals[name]
         return getattr(builtins, name, MISSING)

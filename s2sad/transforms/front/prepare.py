@@ -146,7 +146,9 @@ class _Binder(ast.NodeTransformer):
         if obj is parse.MISSING or getattr(builtins, sub.id, parse.MISSING) is obj:
             return sub
         top = self.parsed.fn is module.top_fn
-        if sub.id in env.cells:
+        if sub.id in env.foreign:  # read by a method inlined from another module
+            origin = ["module", *env.foreign[sub.id][1:]]
+        elif sub.id in env.cells:
             origin = ["closure", sub.id] if top else None
         else:
             origin = ["module", env.globals.get("__name__", "__main__"), sub.id]
@@ -175,15 +177,19 @@ class _Binder(ast.NodeTransformer):
                 value=name(alias), attr="cell_contents", ctx=ast.Load()
             )
         modname = env.globals.get("__name__", "__main__")
+        space = env.globals
+        if var in env.foreign:  # a global of the module an inlined method is from
+            modname, var = env.foreign[var][1:]
+            space = getattr(sys.modules.get(modname), "__dict__", None)
         mod = sys.modules.get(modname)
         short = modname.rsplit(".", 1)[-1]
-        if mod is not None and getattr(mod, "__dict__", None) is env.globals:
+        if mod is not None and getattr(mod, "__dict__", None) is space:
             return ast.Attribute(
                 value=name(self.alias(short, mod, None)), attr=var, ctx=ast.Load()
             )
-        if not env.globals:
+        if not space:
             return None
-        alias = self.alias(f"{short}_globals", env.globals, None)
+        alias = self.alias(f"{short}_globals", space, None)
         return ast.Subscript(value=name(alias), slice=ast.Constant(var), ctx=ast.Load())
 
     def alias(self, wanted: str, obj, origin) -> str:
