@@ -32,6 +32,16 @@ nondifferentiable(store_attribute)
 constant(store_attribute)
 
 
+def read_attribute(obj: Any, attr: str) -> Any:
+    """``getattr(obj, attr)``: the value an attribute has when a function starts
+    that then keeps it in a local (s2sad/transforms/front/attributes.py)."""
+    return getattr(obj, attr)
+
+
+nondifferentiable(read_attribute)
+constant(read_attribute)
+
+
 def write_argument(arg: Any, value: Any) -> None:
     """The caller's array ``arg`` gets ``value``: the differentiated function changed
     its argument in place (``x[0] = ...``, ``x *= 2``) and s2sad ran it on a copy

@@ -30,7 +30,9 @@ from __future__ import annotations
 import ast
 import types
 
-from s2sad.transforms.astutil import assign, copy_loc, name
+from s2sad.runtime.objects import read_attribute
+from s2sad.transforms.astutil import anno, assign, const, copy_loc, name
+from s2sad.transforms.front.calls import CallInfo
 
 
 def _root_attr(e: ast.expr):
@@ -142,7 +144,7 @@ def _writes(node: ast.AST) -> set[tuple[str, str]]:
 class _Rewrite:
     def __init__(self, mirrored: dict[tuple[str, str], str]):
         self.mirrored = mirrored
-        self.needs_init: set[tuple[str, str]] = set()
+        self.needs_init: dict[tuple[str, str], ast.AST] = {}  # -> the first read
         self.loop_depth = 0
 
     def local(self, e: ast.expr, done: set) -> ast.expr:
@@ -155,7 +157,7 @@ class _Rewrite:
                     key = (node.value.id, node.attr)
                     if key in mirrored and isinstance(node.ctx, ast.Load):
                         if key not in done:
-                            needs.add(key)
+                            needs.setdefault(key, node)
                         return copy_loc(name(mirrored[key]), node)
                 return self.generic_visit(node)
 
@@ -173,7 +175,7 @@ class _Rewrite:
             return self.local(t, done)
         if isinstance(t, ast.Subscript):
             if hit not in done:
-                self.needs_init.add(hit)
+                self.needs_init.setdefault(hit, t)
             base = t
             while isinstance(base.value, ast.Subscript):
                 base.slice = self.local(base.slice, done)
@@ -199,7 +201,7 @@ class _Rewrite:
             written: list = []
             hit = _root_attr(s.target) if isinstance(s, ast.AugAssign) else None
             if hit in self.mirrored and hit not in done:
-                self.needs_init.add(hit)
+                self.needs_init.setdefault(hit, s)
             if isinstance(s, ast.Assign):
                 s.targets = [self.target(t, done, written) for t in s.targets]
             else:
@@ -263,16 +265,24 @@ def run(node: ast.FunctionDef, examples: dict, namer) -> None:
     rw = _Rewrite(mirrored)
     body = rw.block(node.body, set(), set())
     inits = [
-        copy_loc(
-            assign(
-                mirrored[k],
-                ast.Attribute(value=name(k[0]), attr=k[1], ctx=ast.Load()),
-            ),
-            node.body[0],
-        )
-        for k in sorted(rw.needs_init)
+        _entry(k, mirrored[k], where) for k, where in sorted(rw.needs_init.items())
     ]
-    for s in inits:
-        for n in ast.walk(s):
-            copy_loc(n, node.body[0])
     node.body = inits + body
+
+
+def _entry(key: tuple[str, str], local: str, where: ast.AST) -> ast.stmt:
+    """``self_h = read_attribute(self, "h")``: the value on entry, for a read that
+    may come before the function writes it.  front/objects.py refuses it in a
+    callee when the differentiated call sets the attribute to a differentiated
+    value (an earlier call would have left one there, its gradient lost)."""
+    func = name("read_attribute")
+    anno(func)["bind"] = (
+        read_attribute,
+        ["module", "s2sad.runtime.objects", "read_attribute"],
+    )
+    value = ast.Call(func=func, args=[name(key[0]), const(key[1])], keywords=[])
+    anno(value)["call"] = CallInfo("rule", read_attribute)
+    node = assign(local, value)
+    for n in ast.walk(node):
+        copy_loc(n, where)
+    return node

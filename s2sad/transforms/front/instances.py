@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import textwrap
 import types
 from typing import Any
 
@@ -39,70 +38,21 @@ from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms.astutil import assign, const, copy_loc, name
 from s2sad.transforms.front import comprehensions
 from s2sad.transforms.front import desugar as desugar_pass
-from s2sad.transforms.front.calls import is_library
-from s2sad.transforms.front.parse import MISSING, parse_function
-
-_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__new__")
-_PLAIN = (int, float, bool, str, type(None), complex)
-_DEPTH = 12
-_ESCAPE_HINT = (
-    "use the object only through its attributes and methods inside the "
-    "differentiated function, or build it outside and pass it in"
+from s2sad.transforms.front.instance_parts import (
+    DEPTH,
+    ESCAPE_HINT,
+    PLAIN,
+    Ctx,
+    ExprRewriter,
+    Obj,
+    Refused,
+    Rename,
+    buildable,
+    lookup,
+    plain_class,
+    set_attributes,
 )
-
-
-def plain_class(cls: Any) -> bool:
-    """A user class s2sad can take apart: plain ``type``, Python source for
-    ``__init__``, none of the hooks that change what an attribute access does."""
-    if not isinstance(cls, type) or type(cls) is not type or is_library(cls):
-        return False
-    for k in cls.__mro__[:-1]:
-        if k.__module__ == "builtins" or any(h in vars(k) for h in _HOOKS):
-            return False
-    init = _lookup(cls, "__init__")[0]
-    if init is object.__init__:
-        return True
-    try:
-        inspect.getsource(init)
-    except (OSError, TypeError):
-        return False  # dataclass and namedtuple __init__ have no source
-    return isinstance(init, types.FunctionType) and not (
-        set(init.__code__.co_freevars) - {"__class__"}
-    )
-
-
-def _lookup(cls: type, attr: str, after: type | None = None):
-    """(value, defining class) of ``attr`` along the MRO (after ``after``)."""
-    mro = cls.__mro__
-    if after is not None:
-        mro = mro[mro.index(after) + 1 :]
-    for k in mro:
-        if attr in vars(k):
-            return vars(k)[attr], k
-    return MISSING, None
-
-
-class Obj:
-    """An object that is never built: its class and its attributes (locals or
-    nested objects)."""
-
-    def __init__(self, cls: type, label: str):
-        self.cls, self.label = cls, label
-        self.attrs: dict[str, str | Obj] = {}
-
-
-class _Refused(Exception):
-    def __init__(self, problem):
-        self.problem = problem
-
-
-class _Ctx:
-    """One function body being rewritten: its source (for errors), the names bound
-    to objects, the class whose method it is (for ``super()``), and where to
-    relocate inlined nodes that come from another file."""
-
-    def __init__(self, source, scope, owner=None, here=None):
-        self.source, self.scope, self.owner, self.here = source, scope, owner, here
+from s2sad.transforms.front.parse import MISSING, parse_function
 
 
 class Inliner:
@@ -118,11 +68,11 @@ class Inliner:
         self.depth = 0
 
     # ------------------------------------------------------------ errors, names
-    def refuse(self, ctx: _Ctx, node: ast.AST, msg: str, hint: str = _ESCAPE_HINT):
+    def refuse(self, ctx: Ctx, node: ast.AST, msg: str, hint: str = ESCAPE_HINT):
         where = ctx.here if ctx.here is not None else node
-        raise _Refused(ctx.source.problem(where, msg, hint))
+        raise Refused(ctx.source.problem(where, msg, hint))
 
-    def resolve_class(self, func: ast.expr, ctx: _Ctx) -> Any:
+    def resolve_class(self, func: ast.expr, ctx: Ctx) -> Any:
         """The plain user class a constructor call names (a global), or None."""
         path = []
         while isinstance(func, ast.Attribute):
@@ -139,17 +89,17 @@ class Inliner:
             return None
         return obj
 
-    def locals_of(self, ctx: _Ctx) -> set[str]:
+    def locals_of(self, ctx: Ctx) -> set[str]:
         return getattr(ctx, "locals", set())
 
-    def constructs(self, e: ast.expr, ctx: _Ctx) -> type | None:
+    def constructs(self, e: ast.expr, ctx: Ctx) -> type | None:
         if isinstance(e, ast.Call) and not any(
             isinstance(a, ast.Starred) for a in e.args
         ):
             return self.resolve_class(e.func, ctx)
         return None
 
-    def handle(self, e: ast.expr, ctx: _Ctx) -> Obj | None:
+    def handle(self, e: ast.expr, ctx: Ctx) -> Obj | None:
         if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
             return ctx.scope.get(e.id)
         if isinstance(e, ast.Attribute):
@@ -158,7 +108,7 @@ class Inliner:
                 return base.attrs[e.attr]
         return None
 
-    def fold(self, test: ast.expr, ctx: _Ctx) -> bool | None:
+    def fold(self, test: ast.expr, ctx: Ctx) -> bool | None:
         """``x is None`` / ``x is not None`` known here: ``x`` an object built
         here, or a parameter given None (``act=None``: ``Tanh() if act is None
         else act``); None when not known."""
@@ -187,13 +137,13 @@ class Inliner:
         return obj.attrs[attr]
 
     # ------------------------------------------------------------ statements
-    def block(self, body: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:
+    def block(self, body: list[ast.stmt], ctx: Ctx) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in body:
             out.extend(self.stmt(stmt, ctx))
         return out
 
-    def stmt(self, s: ast.stmt, ctx: _Ctx) -> list[ast.stmt]:
+    def stmt(self, s: ast.stmt, ctx: Ctx) -> list[ast.stmt]:
         pre: list[ast.stmt] = []
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if any(isinstance(n, ast.Name) and n.id in ctx.scope for n in ast.walk(s)):
@@ -277,7 +227,7 @@ class Inliner:
                 )
         return [s]
 
-    def target(self, t: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
+    def target(self, t: ast.expr, ctx: Ctx, pre: list) -> ast.expr:
         if isinstance(t, ast.Attribute):
             owner = self.handle(t.value, ctx)
             if owner is not None:
@@ -287,7 +237,7 @@ class Inliner:
                         t,
                         f"the attribute '{t.attr}' holding an object is set again",
                     )
-                if isinstance(_lookup(owner.cls, t.attr)[0], property):
+                if isinstance(lookup(owner.cls, t.attr)[0], property):
                     self.refuse(
                         ctx,
                         t,
@@ -309,7 +259,7 @@ class Inliner:
             self.refuse(ctx, t, f"'{t.id}' (an object built here) assigned again")
         return t
 
-    def target_base(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
+    def target_base(self, e: ast.expr, ctx: Ctx, pre: list) -> ast.expr:
         """``self.states[:, t] = h``: the array written into is the local."""
         if isinstance(e, ast.Subscript):
             e.value = self.target_base(e.value, ctx, pre)
@@ -318,10 +268,10 @@ class Inliner:
         return self.expr(e, ctx, pre)
 
     # ------------------------------------------------------------ expressions
-    def expr(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr:
-        return _Expr(self, ctx, pre).visit(e)
+    def expr(self, e: ast.expr, ctx: Ctx, pre: list) -> ast.expr:
+        return ExprRewriter(self, ctx, pre).visit(e)
 
-    def argument(self, e: ast.expr, ctx: _Ctx, pre: list) -> ast.expr | Obj:
+    def argument(self, e: ast.expr, ctx: Ctx, pre: list) -> ast.expr | Obj:
         """An argument of an inlined call: an object built here (or built in
         the argument list: ``Activation(TanH())``) is passed as itself."""
         obj = self.handle(e, ctx)
@@ -338,13 +288,13 @@ class Inliner:
         if isinstance(site.func, ast.Name):
             self.classes[site.func.id] = cls
         # class attributes that methods set on the instance start from the class value
-        written = _set_attributes(cls)
+        written = set_attributes(cls)
         for k in reversed(cls.__mro__[:-1]):
             for attr, v in vars(k).items():
-                if attr in written and isinstance(v, _PLAIN):
+                if attr in written and isinstance(v, PLAIN):
                     local = self.attr_local(obj, attr)
                     pre.append(assign(local, const(v), site))
-        init, owner = _lookup(cls, "__init__")
+        init, owner = lookup(cls, "__init__")
         args = [self.argument(a, ctx, pre) for a in site.args]
         kws = [(k.arg, self.argument(k.value, ctx, pre)) for k in site.keywords]
         if init is object.__init__:
@@ -358,7 +308,7 @@ class Inliner:
         """Inline ``fn`` (a method of ``owner``, ``obj`` its self, or a static one):
         its statements go to ``pre``; returns the expression of its result."""
         where = f"'{fn.__qualname__}'"
-        if self.depth >= _DEPTH:
+        if self.depth >= DEPTH:
             self.refuse(
                 ctx, site, f"{where} inlined too deeply (recursive methods)", ""
             )
@@ -375,7 +325,7 @@ class Inliner:
         here = ctx.here
         if parsed.source.filename != self.top.filename and here is None:
             here = site  # errors and lines point at the call in the user's function
-        inner = _Ctx(parsed.source if here is None else ctx.source, {}, owner, here)
+        inner = Ctx(parsed.source if here is None else ctx.source, {}, owner, here)
         if any(
             isinstance(n, (ast.Lambda, ast.FunctionDef, ast.ClassDef, ast.Yield))
             for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
@@ -413,7 +363,7 @@ class Inliner:
                             fn.__globals__.get("__name__", "__main__"),
                             n.id,
                         )
-        _Rename(foreign).visit(node)
+        Rename(foreign).visit(node)
         comprehensions.run(node, self.namer, inner.source)
         desugar_pass.run(node, self.namer)
         self_name = params[0].name if obj is not None else None
@@ -429,7 +379,7 @@ class Inliner:
         renamed = {
             v: self.namer.fresh(v) for v in sorted(own | stored) if v != self_name
         }
-        _Rename(renamed).visit(node)
+        Rename(renamed).visit(node)
         inner.locals = set(renamed.values())
         inner.nones = set()
         stored_count: dict[str, int] = {}
@@ -439,7 +389,7 @@ class Inliner:
         for a in ast.walk(node.args):
             if isinstance(a, ast.arg) and a.arg in renamed:
                 stored_count[renamed[a.arg]] = stored_count.get(renamed[a.arg], 0) + 1
-        inner.ok = _buildable(node, set())
+        inner.ok = buildable(node, set())
         # bind the arguments
         if len(args) > len(params):
             self.refuse(ctx, site, f"too many arguments for {where}", "")
@@ -451,7 +401,7 @@ class Inliner:
         for p in params:
             if p.name in given:
                 value = given[p.name]
-            elif p.default is not p.empty and isinstance(p.default, _PLAIN):
+            elif p.default is not p.empty and isinstance(p.default, PLAIN):
                 value = const(p.default)
             else:
                 self.refuse(
@@ -499,208 +449,23 @@ class Inliner:
         return name(out)
 
 
-def _set_attributes(cls: type) -> set[str]:
-    """Attribute names the methods of ``cls`` assign on ``self``."""
-    out = set()
-    for k in cls.__mro__[:-1]:
-        for v in vars(k).values():
-            if isinstance(v, types.FunctionType):
-                try:
-                    tree = ast.parse(textwrap.dedent(inspect.getsource(v)))
-                except (OSError, TypeError, SyntaxError):
-                    continue
-                for n in ast.walk(tree):
-                    if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
-                        out.add(n.attr)
-    return out
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, mapping: dict[str, str]):
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name):
-        if node.id in self.mapping:
-            node.id = self.mapping[node.id]
-        return node
-
-
-class _Expr(ast.NodeTransformer):
-    """An expression with the objects' attributes read from their locals and their
-    methods inlined (their statements go before the statement)."""
-
-    def __init__(self, inl: Inliner, ctx: _Ctx, pre: list):
-        self.inl, self.ctx, self.pre = inl, ctx, pre
-        self.guarded = 0  # inside and/or, if-else, a lambda or a comprehension
-
-    def _guard(self, node):
-        self.guarded += 1
-        try:
-            return self.generic_visit(node)
-        finally:
-            self.guarded -= 1
-
-    visit_BoolOp = visit_Lambda = _guard
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _guard
-
-    def _unguarded(self, node: ast.Call) -> None:
-        if self.guarded:
-            self.inl.refuse(
-                self.ctx,
-                node,
-                f"'{ast.unparse(node)}' inside and/or, if-else, a lambda or a "
-                "comprehension",
-                "call the method in a statement of its own",
-            )
-
-    def _inline(self, fn, owner, obj, node: ast.Call) -> ast.expr:
-        self._unguarded(node)
-        args = [self.inl.argument(a, self.ctx, self.pre) for a in node.args]
-        kws = [
-            (k.arg, self.inl.argument(k.value, self.ctx, self.pre))
-            for k in node.keywords
-        ]
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            self.inl.refuse(
-                self.ctx, node, "'*' in a call to a method of an object built here", ""
-            )
-        return self.inl.inline(fn, owner, obj, args, kws, node, self.ctx, self.pre)
-
-    def _method(self, obj: Obj, attr: str, node: ast.Call, after=None) -> ast.expr:
-        value, owner = _lookup(obj.cls, attr, after)
-        if isinstance(value, staticmethod):
-            return self._inline(value.__func__, owner, None, node)
-        if isinstance(value, types.FunctionType):
-            return self._inline(value, owner, obj, node)
-        self.inl.refuse(
-            self.ctx, node, f"'{attr}' of {obj.cls.__name__} is not a plain method", ""
-        )
-
-    def visit_Call(self, node: ast.Call):
-        func, ctx = node.func, self.ctx
-        if isinstance(func, ast.Attribute):
-            base = func.value
-            if (
-                isinstance(base, ast.Call)
-                and isinstance(base.func, ast.Name)
-                and base.func.id == "super"
-                and getattr(ctx, "self_name", None) is not None
-            ):
-                obj = ctx.scope[ctx.self_name]
-                return self._method(obj, func.attr, node, after=ctx.owner)
-            cls = self.inl.constructs(base, ctx)
-            if cls is not None:
-                self._unguarded(node)
-                obj = self.inl.build(cls, base, cls.__name__.lower(), ctx, self.pre)
-                return self._method(obj, func.attr, node)
-            obj = self.inl.handle(base, ctx)
-            if obj is not None:
-                held = obj.attrs.get(func.attr)
-                if isinstance(held, Obj):
-                    return self._method(held, "__call__", node)
-                if held is None:
-                    return self._method(obj, func.attr, node)
-        cls = self.inl.constructs(func, ctx)
-        if cls is not None:  # Sigmoid()(z)
-            self._unguarded(node)
-            obj = self.inl.build(cls, func, cls.__name__.lower(), ctx, self.pre)
-            return self._method(obj, "__call__", node)
-        obj = self.inl.handle(func, ctx)
-        if obj is not None:
-            return self._method(obj, "__call__", node)
-        return self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute):
-        obj = self.inl.handle(node.value, self.ctx)
-        if obj is None:
-            return self.generic_visit(node)
-        held = obj.attrs.get(node.attr)
-        if isinstance(held, str):
-            return copy_loc(name(held), node)
-        if isinstance(held, Obj):
-            self.inl.refuse(
-                self.ctx, node, f"the object '{ast.unparse(node)}' is used as a value"
-            )
-        value, owner = _lookup(obj.cls, node.attr)
-        if isinstance(value, property) and value.fget is not None:
-            call = copy_loc(ast.Call(func=node, args=[], keywords=[]), node)
-            return self._inline(value.fget, owner, obj, call)
-        if isinstance(value, _PLAIN):
-            return copy_loc(const(value), node)
-        self.inl.refuse(
-            self.ctx,
-            node,
-            f"'{ast.unparse(node)}' is read before it is set, or is not "
-            "a number, a string or an attribute set by a method",
-            "",
-        )
-
-    def visit_IfExp(self, node: ast.IfExp):
-        known = self.inl.fold(node.test, self.ctx)
-        if known is None:
-            return self._guard(node)
-        return self.visit(node.body if known else node.orelse)
-
-    def visit_Name(self, node: ast.Name):
-        if node.id in self.ctx.scope and isinstance(node.ctx, ast.Load):
-            self.inl.refuse(
-                self.ctx,
-                node,
-                f"the object '{node.id}' built here is used as a value "
-                "(returned, passed to a function, stored or aliased)",
-            )
-        return node
-
-
-def _buildable(node: ast.AST, params: set[str]) -> set[str]:
-    """Names assigned once, by a constructor call, used only through attributes
-    and calls: those objects need not exist."""
-    count: dict[str, int] = {}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            count[n.id] = count.get(n.id, 0) + 1
-    ok = {
-        s.targets[0].id
-        for s in ast.walk(node)
-        if isinstance(s, ast.Assign)
-        and len(s.targets) == 1
-        and isinstance(s.targets[0], ast.Name)
-        and isinstance(s.value, ast.Call)
-    }
-    ok = {v for v in ok if count.get(v) == 1 and v not in params}
-    fine: set[int] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-            fine.add(id(n.value))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-            fine.add(id(n.func))
-    for n in ast.walk(node):
-        if (
-            isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)
-            and id(n) not in fine
-        ):
-            ok.discard(n.id)
-    return ok
-
-
 def run(job) -> None:
     """Take apart the objects of plain user classes the function builds (see the
     module docstring); raise UnsupportedSyntaxError where one escapes."""
     node = job.node
     inl = Inliner(job)
     params = {a.arg for a in node.args.args}
-    ctx = _Ctx(job.parsed.source, {})
+    ctx = Ctx(job.parsed.source, {})
     ctx.locals = inl.caller_names
     if not any(
         isinstance(c, ast.Call) and inl.constructs(c, ctx) is not None
         for c in ast.walk(node)
     ):
         return
-    ctx.ok = _buildable(node, params)
+    ctx.ok = buildable(node, params)
     try:
         body = inl.block(node.body, ctx)
-    except _Refused as exc:
+    except Refused as exc:
         raise UnsupportedSyntaxError([exc.problem]) from None
     node.body = body
     job.inlined_classes = sorted(inl.classes)

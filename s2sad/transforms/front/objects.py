@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.runtime.objects import store_attribute
+from s2sad.runtime.objects import read_attribute, store_attribute
 from s2sad.runtime.support import globals_changed
 from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
 from s2sad.transforms.front import activity as activity_pass
@@ -130,6 +130,10 @@ def run(job, module) -> None:
             reads.setdefault(sub.attr, (source, sub))
     for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
         info = anno(site).get("call")
+        if info is not None and info.target is read_attribute and not job.top:
+            # a callee's entry value: a differentiated one an earlier call left
+            # there would lose its gradient (front/attributes.py)
+            reads.setdefault(site.args[1].value, (source, site))
         given = [a.id for a in site.args if isinstance(a, ast.Name)]
         if info is not None and info.kind in ("method", "unknown"):
             problems += _opaque_reader(site, given, written, source)
@@ -141,6 +145,22 @@ def run(job, module) -> None:
     for attr in sorted(set(writes) & set(reads)):
         (rsrc, rnode), (wsrc, wnode) = reads[attr], writes[attr]
         what = ast.unparse(rnode if isinstance(rnode, ast.Attribute) else rnode.func)
+        info = anno(rnode).get("call") if isinstance(rnode, ast.Call) else None
+        if info is not None and info.target is read_attribute:
+            what = f"{ast.unparse(rnode.args[0])}.{attr}"
+            problems.append(
+                rsrc.problem(
+                    rnode,
+                    f"'{what}' is read as it is when this method starts, and the "
+                    "differentiated call sets it to a differentiated value (at line "
+                    f"{wnode.lineno} of {wsrc.filename}): what an earlier call left "
+                    "there would lose its gradient",
+                    "set the attribute in the method before reading it, or pass the "
+                    "value as an argument",
+                )
+            )
+            del reads[attr]
+            continue
         problems.append(
             rsrc.problem(
                 rnode,
