@@ -2,9 +2,10 @@
 
 Normalize turns ``obj.attr = value`` into ``store_attribute(obj, "attr", value)``,
 which does what Python does: the object holds the value afterwards.  The write
-itself contributes nothing to any gradient; a later read of the attribute
-inside the differentiated call would carry one, and the compiler refuses it
-(s2sad/transforms/front/objects.py).
+itself contributes nothing to any gradient: a function that reads the
+attribute back reads the local it was written from
+(s2sad/transforms/front/attributes.py), and a read the compiler cannot turn
+into one is refused (s2sad/transforms/front/objects.py).
 
 An array is stored as a copy: emitted gradient code may compute an
 intermediate into a preallocated buffer that a later call writes over, and

@@ -6,9 +6,11 @@ call (ML-From-Scratch's ``Dense.forward_pass`` caching its input)::
 
     self.layer_input = X    ->    store_attribute(self, "layer_input", X)
 
-The write contributes nothing to a gradient.  A read of the same attribute
-elsewhere in the differentiated call would carry one through the object, which
-s2sad does not follow: the ``objects`` pass (both modes, after ``bind``) records,
+The write contributes nothing to a gradient.  A read of it in the same
+function reads a local instead (front/attributes.py; objects built inside the
+function have only locals: front/instances.py).  A read elsewhere in the
+differentiated call would carry one through the object, which s2sad does not
+follow: the ``objects`` pass (both modes, after ``bind``) records,
 for the whole module, every attribute written with a value that depends on the
 differentiated arguments and every attribute read from a local object, and
 refuses a name found in both, pointing at the read and the write.
