@@ -8,14 +8,11 @@ import ast
 import inspect
 import textwrap
 import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from s2sad.transforms.astutil import const, copy_loc, name
 from s2sad.transforms.front.calls import is_library
 from s2sad.transforms.front.parse import MISSING
-
-if TYPE_CHECKING:
-    from s2sad.transforms.front.instances import Inliner
 
 _HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__new__")
 PLAIN = (int, float, bool, str, type(None), complex)
@@ -110,7 +107,7 @@ class ExprRewriter(ast.NodeTransformer):
     """An expression with the objects' attributes read from their locals and their
     methods inlined (their statements go before the statement)."""
 
-    def __init__(self, inl: Inliner, ctx: Ctx, pre: list):
+    def __init__(self, inl: Any, ctx: Ctx, pre: list):  # inl: instances.Inliner
         self.inl, self.ctx, self.pre = inl, ctx, pre
         self.guarded = 0  # inside and/or, if-else, a lambda or a comprehension
 
