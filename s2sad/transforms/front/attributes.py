@@ -281,7 +281,9 @@ def _entry(key: tuple[str, str], local: str, where: ast.AST) -> ast.stmt:
         ["module", "s2sad.runtime.objects", "read_attribute"],
     )
     value = ast.Call(func=func, args=[name(key[0]), const(key[1])], keywords=[])
-    anno(value)["call"] = CallInfo("rule", read_attribute)
+    # an item written into the array on entry: the message says so (objects.py)
+    item = isinstance(where, (ast.Subscript, ast.AugAssign))
+    anno(value)["call"] = CallInfo("rule", read_attribute, {"item_write": item})
     node = assign(local, value)
     for n in ast.walk(node):
         copy_loc(n, where)

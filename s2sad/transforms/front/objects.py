@@ -150,6 +150,21 @@ def run(job, module) -> None:
         info = anno(rnode).get("call") if isinstance(rnode, ast.Call) else None
         if info is not None and info.target is read_attribute:
             what = f"{ast.unparse(rnode.args[0])}.{attr}"
+            if info.extra.get("item_write"):
+                problems.append(
+                    rsrc.problem(
+                        rnode,
+                        f"item assignment into the attribute '{what}', which holds "
+                        "the array it had when this method started, and the "
+                        "differentiated call sets items of it to differentiated "
+                        "values: what an earlier call left there would lose its "
+                        "gradient",
+                        f"build the array in a local and store it whole: {attr} = "
+                        f"np.zeros(...); {attr}[...] = ...; {what} = {attr}",
+                    )
+                )
+                del reads[attr]
+                continue
             problems.append(
                 rsrc.problem(
                     rnode,
