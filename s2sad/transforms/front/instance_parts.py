@@ -61,6 +61,11 @@ class Obj:
     def __init__(self, cls: type, label: str):
         self.cls, self.label = cls, label
         self.attrs: dict[str, str | Obj] = {}
+        # an argument object (front/instance_args.py): its name, the value the
+        # compiler was given, and the attributes the call may set
+        self.real: str | None = None
+        self.example: Any = None
+        self.written: set[str] = set()
 
 
 class Refused(Exception):
@@ -77,18 +82,27 @@ class Ctx:
         self.source, self.scope, self.owner, self.here = source, scope, owner, here
 
 
-def set_attributes(cls: type) -> set[str]:
-    """Attribute names the methods of ``cls`` assign on ``self``."""
+def set_attributes(cls: type, skip: Any = None, only: Any = None) -> set[str]:
+    """Attribute names the methods of ``cls`` (but ``skip``, or only ``only``)
+    assign on ``self``, items included (``self.states[:, t] = h``)."""
     out = set()
     for k in cls.__mro__[:-1]:
         for v in vars(k).values():
-            if isinstance(v, types.FunctionType):
-                try:
-                    tree = ast.parse(textwrap.dedent(inspect.getsource(v)))
-                except (OSError, TypeError, SyntaxError):
-                    continue
-                for n in ast.walk(tree):
-                    if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+            if not isinstance(v, types.FunctionType) or v is skip:
+                continue
+            if only is not None and v is not only:
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(v)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                    out.add(n.attr)
+                if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load):
+                    while isinstance(n, ast.Subscript):
+                        n = n.value
+                    if isinstance(n, ast.Attribute):
                         out.add(n.attr)
     return out
 
@@ -150,6 +164,11 @@ class ExprRewriter(ast.NodeTransformer):
             return self._inline(value.__func__, owner, None, node)
         if isinstance(value, types.FunctionType):
             return self._inline(value, owner, obj, node)
+        if obj.real is not None:  # a callable the object holds: called on it
+            node.func = self.inl.real_read(obj, attr, node.func)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
         self.inl.refuse(
             self.ctx, node, f"'{attr}' of {obj.cls.__name__} is not a plain method", ""
         )
@@ -203,6 +222,8 @@ class ExprRewriter(ast.NodeTransformer):
         if isinstance(value, property) and value.fget is not None:
             call = copy_loc(ast.Call(func=node, args=[], keywords=[]), node)
             return self._inline(value.fget, owner, obj, call)
+        if obj.real is not None:
+            return self.inl.real_read(obj, node.attr, node)
         if isinstance(value, PLAIN):
             return copy_loc(const(value), node)
         self.inl.refuse(
@@ -260,3 +281,25 @@ def buildable(node: ast.AST, params: set[str]) -> set[str]:
         ):
             ok.discard(n.id)
     return ok
+
+
+def fold(test: ast.expr, held: Obj | None, ctx: Ctx) -> bool | None:
+    """``x is None`` / ``x is not None`` known here: ``x`` an object built here
+    (``held``), or a parameter given None (``act=None``: ``Tanh() if act is None
+    else act``); None when not known."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return None
+    left = test.left
+    if held is not None:
+        is_none = False
+    elif isinstance(left, ast.Name) and left.id in getattr(ctx, "nones", ()):
+        is_none = True
+    else:
+        return None
+    return is_none if isinstance(test.ops[0], ast.Is) else not is_none

@@ -36,7 +36,7 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms.astutil import assign, const, copy_loc, name
-from s2sad.transforms.front import comprehensions
+from s2sad.transforms.front import comprehensions, instance_args
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front.instance_parts import (
     DEPTH,
@@ -48,6 +48,7 @@ from s2sad.transforms.front.instance_parts import (
     Refused,
     Rename,
     buildable,
+    fold,
     lookup,
     plain_class,
     set_attributes,
@@ -66,6 +67,9 @@ class Inliner:
         } | {a.arg for a in ast.walk(job.node) if isinstance(a, ast.arg)}
         self.classes: dict[str, type] = {}  # for the guards
         self.depth = 0
+        self.nest = 0  # inside an if or a loop
+        self.entries: list[ast.stmt] = []  # argument objects' values on entry
+        self.stores: list[ast.stmt] = []  # their writes, after the statement
 
     # ------------------------------------------------------------ errors, names
     def refuse(self, ctx: Ctx, node: ast.AST, msg: str, hint: str = ESCAPE_HINT):
@@ -109,25 +113,18 @@ class Inliner:
         return None
 
     def fold(self, test: ast.expr, ctx: Ctx) -> bool | None:
-        """``x is None`` / ``x is not None`` known here: ``x`` an object built
-        here, or a parameter given None (``act=None``: ``Tanh() if act is None
-        else act``); None when not known."""
-        if not (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value is None
-        ):
-            return None
-        left = test.left
-        if self.handle(left, ctx) is not None:
-            is_none = False
-        elif isinstance(left, ast.Name) and left.id in getattr(ctx, "nones", ()):
-            is_none = True
-        else:
-            return None
-        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
+        return fold(test, self.handle(getattr(test, "left", test), ctx), ctx)
+
+    def real_read(self, obj: Obj, attr: str, node: ast.AST) -> ast.expr:
+        """An attribute of an argument object: its local, or its value on
+        entry, or the object's attribute itself (front/instance_args.py)."""
+        if isinstance(obj.attrs.get(attr), str):
+            return copy_loc(name(obj.attrs[attr]), node)
+        if instance_args.keeps_real(obj, attr):
+            return instance_args.real(obj, attr, node)
+        local = self.attr_local(obj, attr)
+        self.entries.append(instance_args.entry(obj, attr, local, node))
+        return copy_loc(name(local), node)
 
     def attr_local(self, obj: Obj, attr: str) -> str:
         cur = obj.attrs.get(attr)
@@ -142,6 +139,13 @@ class Inliner:
         for stmt in body:
             out.extend(self.stmt(stmt, ctx))
         return out
+
+    def nested(self, body: list[ast.stmt], ctx: Ctx) -> list[ast.stmt]:
+        self.nest += 1
+        try:
+            return self.block(body, ctx)
+        finally:
+            self.nest -= 1
 
     def stmt(self, s: ast.stmt, ctx: Ctx) -> list[ast.stmt]:
         pre: list[ast.stmt] = []
@@ -186,7 +190,8 @@ class Inliner:
                 s.targets, s.value = new_targets, value
             else:
                 s.target, s.value = new_targets[0], value
-            return pre + [s]
+            stores, self.stores = self.stores, []
+            return pre + [s] + stores
         if isinstance(s, ast.Return):
             if s.value is not None:
                 if self.handle(s.value, ctx) is not None:
@@ -208,12 +213,12 @@ class Inliner:
                     )
             else:
                 s.test = self.expr(s.test, ctx, pre)
-            s.body, s.orelse = self.block(s.body, ctx), self.block(s.orelse, ctx)
+            s.body, s.orelse = self.nested(s.body, ctx), self.nested(s.orelse, ctx)
             return pre + [s]
         if isinstance(s, ast.For):
             s.iter = self.expr(s.iter, ctx, pre)
             s.target = self.target(s.target, ctx, pre)
-            s.body, s.orelse = self.block(s.body, ctx), self.block(s.orelse, ctx)
+            s.body, s.orelse = self.nested(s.body, ctx), self.nested(s.orelse, ctx)
             return pre + [s]
         if isinstance(s, ast.Expr):
             s.value = self.expr(s.value, ctx, pre)
@@ -244,7 +249,15 @@ class Inliner:
                         f"the property '{t.attr}' is set",
                         "set a plain attribute",
                     )
-                return copy_loc(name(self.attr_local(owner, t.attr), store=True), t)
+                new = t.attr not in owner.attrs
+                local = self.attr_local(owner, t.attr)
+                if owner.real is not None:
+                    if new and self.nest and hasattr(owner.example, t.attr):
+                        self.entries.append(
+                            instance_args.entry(owner, t.attr, local, t)
+                        )
+                    self.stores.append(instance_args.store(owner, t.attr, local, t))
+                return copy_loc(name(local, store=True), t)
         if isinstance(t, (ast.Tuple, ast.List)):
             t.elts = [self.target(e, ctx, pre) for e in t.elts]
             return t
@@ -265,6 +278,12 @@ class Inliner:
             e.value = self.target_base(e.value, ctx, pre)
             e.slice = self.expr(e.slice, ctx, pre)
             return e
+        owner = self.handle(e.value, ctx) if isinstance(e, ast.Attribute) else None
+        if owner is not None and owner.real is not None:  # layer.states[t] = h
+            owner.written.add(e.attr)
+            local = self.real_read(owner, e.attr, e)
+            self.stores.append(instance_args.store(owner, e.attr, local.id, e))
+            return local
         return self.expr(e, ctx, pre)
 
     # ------------------------------------------------------------ expressions
@@ -457,15 +476,19 @@ def run(job) -> None:
     params = {a.arg for a in node.args.args}
     ctx = Ctx(job.parsed.source, {})
     ctx.locals = inl.caller_names
-    if not any(
+    given = instance_args.candidates(node, job.parsed.example_args)
+    if not given and not any(
         isinstance(c, ast.Call) and inl.constructs(c, ctx) is not None
         for c in ast.walk(node)
     ):
         return
     ctx.ok = buildable(node, params)
+    ctx.scope.update(given)
     try:
         body = inl.block(node.body, ctx)
     except Refused as exc:
         raise UnsupportedSyntaxError([exc.problem]) from None
-    node.body = body
+    first = node.body[0]
+    guards = [instance_args.guard(obj, first) for _, obj in sorted(given.items())]
+    node.body = guards + inl.entries + body
     job.inlined_classes = sorted(inl.classes)
