@@ -49,6 +49,13 @@ def test_the_object_holds_what_the_call_wrote():
     s2sad.grad(cb.attribute_written_then_read)(x, layer)
     np.testing.assert_allclose(layer.cache, x @ layer.W, rtol=1e-13)
     np.testing.assert_allclose(layer.relu, np.maximum(x @ layer.W, 0), rtol=1e-13)
+    cell = cb.StatefulCell(3)
+    Wh, xs = rng.normal(size=(3, 3)), rng.normal(size=(4, 3))
+    s2sad.grad(cb.weights_set_on_an_argument_then_stepped)(Wh, xs, cell)
+    want = cb.StatefulCell(3)
+    cb.weights_set_on_an_argument_then_stepped(Wh, xs, want)
+    np.testing.assert_allclose(cell.Wh, want.Wh, rtol=1e-13)
+    np.testing.assert_allclose(cell.h, want.h, rtol=1e-13)
     acc = cb.Counter()
     s2sad.grad(cb.running_total_on_an_argument)(np.arange(4.0), acc)
     assert acc.total == pytest.approx(14.0)
@@ -138,7 +145,9 @@ def returns_the_object(W):
 def test_an_object_that_escapes_is_refused_where_it_does(fn, what):
     W, x = np.ones((3, 3)), np.ones((2, 3))
     args = (W,) if fn is returns_the_object else (W, x)
-    with pytest.raises((errors.UnsupportedSyntaxError, errors.MissingRuleError)) as info:
+    with pytest.raises(
+        (errors.UnsupportedSyntaxError, errors.MissingRuleError)
+    ) as info:
         s2sad.grad(fn)(*args)
     text = str(info.value)
     assert what in text and ("test_objects_built.py" in text or "cases_objects" in text)

@@ -168,3 +168,35 @@ def running_total_on_an_argument(x, acc):
     for i in range(4):
         acc.total += x[i] ** 2
     return acc.total * 2.0
+
+
+class StatefulCell:
+    """A cell whose caller sets its weights and resets its state on ``self``."""
+
+    def __init__(self, n):
+        self.Wh = np.eye(n)
+        self.h = np.zeros(n)
+
+    def step(self, x):
+        self.h = np.tanh(self.h @ self.Wh + x)
+        return self.h
+
+
+@case(mat(3, 3), mat(4, 3), const(StatefulCell(3)))
+def weights_set_on_an_argument_then_stepped(Wh, xs, cell):
+    cell.Wh = Wh * 0.5
+    cell.h = np.zeros(3)
+    total = 0.0
+    for t in range(xs.shape[0]):
+        total = total + np.sum(cell.step(xs[t]) ** 2)
+    return total
+
+
+def _set_and_run(W, X, layer):
+    layer.W = W
+    return layer.forward(X)
+
+
+@case(mat(3, 3), mat(4, 3), const(Linear(np.eye(3))))
+def weights_set_on_an_argument_in_a_callee(W, X, layer):
+    return np.sum(np.tanh(_set_and_run(W, X, layer)) ** 2)
