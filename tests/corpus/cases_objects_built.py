@@ -200,3 +200,26 @@ def _set_and_run(W, X, layer):
 @case(mat(3, 3), mat(4, 3), const(Linear(np.eye(3))))
 def weights_set_on_an_argument_in_a_callee(W, X, layer):
     return np.sum(np.tanh(_set_and_run(W, X, layer)) ** 2)
+
+
+class LeakySlots:
+    """``__slots__``, a class attribute as a default, a static method."""
+
+    __slots__ = ("W", "alpha")
+    leak = 0.1
+
+    def __init__(self, W):
+        self.W = W
+        self.alpha = 2.0
+
+    @staticmethod
+    def act(z, leak):
+        return np.where(z > 0, z, leak * z)
+
+    def __call__(self, x):
+        return self.alpha * self.act(x @ self.W, self.leak)
+
+
+@case(mat(3, 3), mat(4, 3))
+def slotted_class_with_static_method(W, x):
+    return np.sum(LeakySlots(W)(x) ** 2)
