@@ -177,3 +177,42 @@ def config_object_passed_on(x):
 def test_an_object_passed_on_is_left_to_python():
     x = np.array([1.0, -2.0, 0.5])
     assert_close_tree(s2sad.grad(config_object_passed_on)(x), 8.0 * x)
+
+
+class _Recorder:
+    def __init__(self):
+        self.states = np.zeros((3, 4))
+        self.acc = np.zeros(3)
+
+    def step(self, x):
+        self.states[:, 1] = x
+        self.acc += x
+        return np.sum(x * x) + np.sum(self.states * self.acc[:, None])
+
+
+def _set_and_step(W, x, rec):
+    rec.W = W
+    return rec.step(x @ W)
+
+
+def test_items_written_into_an_attribute_change_the_array_in_place():
+    """As in Python: whoever holds the object's array sees the new items (the
+    reverse sweep puts old items back into a copy, never into that array)."""
+    x = np.array([1.0, 2.0, 3.0])
+    rec = _Recorder()
+    states, acc = rec.states, rec.acc
+    got = s2sad.grad(rec.step)(x)
+    assert_close_tree(got, numerical_grad(lambda v: _Recorder().step(v), [x], 0))
+    assert rec.states is states and rec.acc is acc
+    np.testing.assert_array_equal(states[:, 1], x)
+    np.testing.assert_array_equal(acc, x)
+    W = np.random.default_rng(9).normal(size=(3, 3))
+    rec = _Recorder()
+    states, acc = rec.states, rec.acc
+    got = s2sad.grad(_set_and_step)(W, x, rec)
+    want = numerical_grad(lambda w: _set_and_step(w, x, _Recorder()), [W], 0)
+    assert_close_tree(got, want)
+    assert rec.states is states and rec.acc is acc
+    np.testing.assert_array_equal(rec.W, W)
+    np.testing.assert_allclose(states[:, 1], x @ W, rtol=1e-13)
+    np.testing.assert_allclose(acc, x @ W, rtol=1e-13)

@@ -33,10 +33,35 @@ nondifferentiable(store_attribute)
 constant(store_attribute)
 
 
-def read_attribute(obj: Any, attr: str) -> Any:
+def read_attribute(obj: Any, attr: str, copy: bool = False) -> Any:
     """``getattr(obj, attr)``: the value an attribute has when a function starts
-    that then keeps it in a local (s2sad/transforms/front/attributes.py)."""
-    return getattr(obj, attr)
+    that then keeps it in a local (s2sad/transforms/front/attributes.py); a
+    copy when the function writes items into it (the reverse sweep puts the
+    old items back into the local, which must not be the object's array)."""
+    value = getattr(obj, attr)
+    return value.copy() if copy and isinstance(value, np.ndarray) else value
+
+
+def store_items(obj: Any, attr: str, value: Any) -> None:
+    """``obj.attr`` after items were written into it (``self.states[:, t] = h``,
+    ``self.acc += x``): Python changed the array the object holds in place, so
+    whoever else holds that array sees the change; other values are stored."""
+    cur = getattr(obj, attr, None)
+    if (
+        isinstance(cur, np.ndarray)
+        and isinstance(value, np.ndarray)
+        and cur is not value
+        and cur.shape == value.shape
+        and cur.dtype == value.dtype
+        and cur.flags.writeable
+    ):
+        np.copyto(cur, value)
+    else:
+        store_attribute(obj, attr, value)
+
+
+nondifferentiable(store_items)
+constant(store_items)
 
 
 nondifferentiable(read_attribute)

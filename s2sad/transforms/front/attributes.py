@@ -49,7 +49,8 @@ class _Scan(ast.NodeVisitor):
 
     def __init__(self):
         self.written: dict[str, set[str]] = {}
-        self.item_written: dict[str, set[str]] = {}
+        self.item_written: dict[str, set[str]] = {}  # items, or +=
+        self.whole: dict[str, set[str]] = {}  # p.a = v
         self.read: dict[str, set[str]] = {}
         self.called: dict[str, set[str]] = {}
         self.bare: set[str] = set()
@@ -69,6 +70,8 @@ class _Scan(ast.NodeVisitor):
             self.written.setdefault(p, set()).add(a)
             if into is not None:
                 into.setdefault(p, set()).add(a)
+            else:
+                self.whole.setdefault(p, set()).add(a)
             if isinstance(t, ast.Subscript):
                 self._subscripts(t)
             return
@@ -135,15 +138,16 @@ def _is_method(example, attr: str) -> bool:
     ) or not hasattr(example, attr)
 
 
-def _writes(node: ast.AST) -> set[tuple[str, str]]:
+def _writes(node: ast.AST, kind: str = "written") -> set[tuple[str, str]]:
     scan = _Scan()
     scan.visit(node)
-    return {(p, a) for p, attrs in scan.written.items() for a in attrs}
+    return {(p, a) for p, attrs in getattr(scan, kind).items() for a in attrs}
 
 
 class _Rewrite:
-    def __init__(self, mirrored: dict[tuple[str, str], str]):
+    def __init__(self, mirrored: dict[tuple[str, str], str], items: set):
         self.mirrored = mirrored
+        self.items = items  # attributes with items written (or +=) somewhere
         self.needs_init: dict[tuple[str, str], ast.AST] = {}  # -> the first read
         self.loop_depth = 0
 
@@ -182,9 +186,9 @@ class _Rewrite:
                 base = base.value
             base.slice = self.local(base.slice, done)
             base.value = copy_loc(name(self.mirrored[hit]), base.value)
-            written.append(hit)
+            written.append((hit, True))
             return t
-        written.append(hit)
+        written.append((hit, False))
         return copy_loc(name(self.mirrored[hit], store=True), t)
 
     def block(self, body: list[ast.stmt], done: set, deferred: set) -> list:
@@ -207,10 +211,11 @@ class _Rewrite:
             else:
                 s.target = self.target(s.target, done, written)
             out = [s]
-            for key in dict.fromkeys(written):
+            aug = isinstance(s, ast.AugAssign)
+            for key, items in dict.fromkeys(written):
                 done.add(key)
                 if key not in deferred:
-                    out.append(self.store(key, s))
+                    out.append(self.store(key, s, items or aug))
             return out
         if isinstance(s, (ast.For, ast.While)):
             if isinstance(s, ast.For):
@@ -222,7 +227,8 @@ class _Rewrite:
             later = (_writes(s) & done) - deferred
             s.body = self.block(s.body, set(done), deferred | later)
             s.orelse = self.block(s.orelse, set(done), deferred | later)
-            return [s] + [self.store(k, s) for k in sorted(later)]
+            whole = _writes(s, "whole")
+            return [s] + [self.store(k, s, k not in whole) for k in sorted(later)]
         if isinstance(s, ast.If):
             s.test = self.local(s.test, done)
             a, b = set(done), set(done)
@@ -233,9 +239,12 @@ class _Rewrite:
             return [s]
         return [self.local(s, done)]
 
-    def store(self, key: tuple[str, str], like: ast.AST) -> ast.stmt:
+    def store(self, key: tuple[str, str], like: ast.AST, items: bool) -> ast.stmt:
+        """``self.a = self_a``; after items were written, ``store_items``: the
+        object's array changes in place, as in Python (front/objects.py)."""
         p, a = key
         target = ast.Attribute(value=name(p), attr=a, ctx=ast.Store())
+        anno(target)["items"] = items
         node = assign(target, name(self.mirrored[key]), like)
         for n in ast.walk(node):
             copy_loc(n, like)
@@ -262,15 +271,17 @@ def run(node: ast.FunctionDef, examples: dict, namer) -> None:
             mirrored[(p, a)] = namer.fresh(f"{p}_{a}")
     if not mirrored:
         return
-    rw = _Rewrite(mirrored)
+    items = {(p, a) for p, attrs in scan.item_written.items() for a in attrs}
+    rw = _Rewrite(mirrored, items)
     body = rw.block(node.body, set(), set())
     inits = [
-        _entry(k, mirrored[k], where) for k, where in sorted(rw.needs_init.items())
+        _entry(k, mirrored[k], where, k in items)
+        for k, where in sorted(rw.needs_init.items())
     ]
     node.body = inits + body
 
 
-def _entry(key: tuple[str, str], local: str, where: ast.AST) -> ast.stmt:
+def _entry(key: tuple[str, str], local: str, where: ast.AST, copy: bool) -> ast.stmt:
     """``self_h = read_attribute(self, "h")``: the value on entry, for a read that
     may come before the function writes it.  front/objects.py refuses it in a
     callee when the differentiated call sets the attribute to a differentiated
@@ -280,7 +291,8 @@ def _entry(key: tuple[str, str], local: str, where: ast.AST) -> ast.stmt:
         read_attribute,
         ["module", "s2sad.runtime.objects", "read_attribute"],
     )
-    value = ast.Call(func=func, args=[name(key[0]), const(key[1])], keywords=[])
+    args = [name(key[0]), const(key[1])] + ([const(True)] if copy else [])
+    value = ast.Call(func=func, args=args, keywords=[])
     # an item written into the array on entry: the message says so (objects.py)
     item = isinstance(where, (ast.Subscript, ast.AugAssign))
     anno(value)["call"] = CallInfo("rule", read_attribute, {"item_write": item})

@@ -51,6 +51,7 @@ def candidates(node: ast.FunctionDef, examples: dict) -> dict[str, Obj]:
     }
     fine: set[int] = set()
     written: dict[str, set[str]] = {}
+    items: dict[str, set[str]] = {}
     methods: dict[str, set[str]] = {}
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
@@ -69,6 +70,8 @@ def candidates(node: ast.FunctionDef, examples: dict) -> dict[str, Obj]:
                 hit = _root(elt)
                 if hit is not None:
                     written.setdefault(hit[0], set()).add(hit[1])
+                    if isinstance(elt, ast.Subscript) or isinstance(n, ast.AugAssign):
+                        items.setdefault(hit[0], set()).add(hit[1])
     bare = {
         n.id
         for n in ast.walk(node)
@@ -93,6 +96,7 @@ def candidates(node: ast.FunctionDef, examples: dict) -> dict[str, Obj]:
         obj.real, obj.example = p, e
         init_only = _init_attributes(cls)
         obj.written = (set_attributes(cls) - init_only) | written[p]
+        obj.items = set_attributes(cls, items=True) | items.get(p, set())
         out[p] = obj
     return out
 
@@ -125,14 +129,16 @@ def guard(obj: Obj, like: ast.AST) -> ast.stmt:
     return node
 
 
-def entry(obj: Obj, attr: str, local: str, where: ast.AST) -> ast.stmt:
-    """``layer_W = read_attribute(layer, "W")``: the value when the call starts."""
+def entry(obj: Obj, attr: str, local: str, where: ast.AST, copy=False) -> ast.stmt:
+    """``layer_W = read_attribute(layer, "W")``: the value when the call starts
+    (a copy of an array the call writes items into)."""
     func = name("read_attribute")
     anno(func)["bind"] = (
         read_attribute,
         ["module", "s2sad.runtime.objects", "read_attribute"],
     )
-    value = ast.Call(func=func, args=[name(obj.real), const(attr)], keywords=[])
+    args = [name(obj.real), const(attr)] + ([const(True)] if copy else [])
+    value = ast.Call(func=func, args=args, keywords=[])
     anno(value)["call"] = CallInfo("rule", read_attribute, {"item_write": False})
     node = ast.Assign(targets=[name(local, store=True)], value=value)
     for n in ast.walk(node):
@@ -140,9 +146,11 @@ def entry(obj: Obj, attr: str, local: str, where: ast.AST) -> ast.stmt:
     return node
 
 
-def store(obj: Obj, attr: str, local: str, where: ast.AST) -> ast.stmt:
-    """``layer.W = layer_W``: Python's semantics, the object holds the value."""
+def store(obj: Obj, attr: str, local: str, where: ast.AST, items=False) -> ast.stmt:
+    """``layer.W = layer_W``: Python's semantics, the object holds the value
+    (its array changed in place after items were written: ``store_items``)."""
     target = ast.Attribute(value=name(obj.real), attr=attr, ctx=ast.Store())
+    anno(target)["items"] = items
     node = ast.Assign(targets=[target], value=name(local))
     for n in ast.walk(node):
         copy_loc(n, where)
@@ -164,3 +172,11 @@ def keeps_real(obj: Any, attr: str) -> bool:
         return True
     v = getattr(obj.example, attr, MISSING)
     return v is not MISSING and holds_objects(v)
+
+
+def aug_read(inl: Any, t: ast.expr, ctx: Any) -> None:
+    """``layer.acc += x`` on an argument object reads ``layer.acc`` first."""
+    owner = inl.handle(t.value, ctx) if isinstance(t, ast.Attribute) else None
+    if owner is not None and owner.real is not None:
+        owner.items.add(t.attr)
+        inl.real_read(owner, t.attr, t)

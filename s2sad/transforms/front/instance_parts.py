@@ -66,6 +66,7 @@ class Obj:
         self.real: str | None = None
         self.example: Any = None
         self.written: set[str] = set()
+        self.items: set[str] = set()  # written into by item (copied on entry)
 
 
 class Refused(Exception):
@@ -82,9 +83,12 @@ class Ctx:
         self.source, self.scope, self.owner, self.here = source, scope, owner, here
 
 
-def set_attributes(cls: type, skip: Any = None, only: Any = None) -> set[str]:
+def set_attributes(
+    cls: type, skip: Any = None, only: Any = None, items: bool = False
+) -> set[str]:
     """Attribute names the methods of ``cls`` (but ``skip``, or only ``only``)
-    assign on ``self``, items included (``self.states[:, t] = h``)."""
+    assign on ``self``, items included (``self.states[:, t] = h``); with
+    ``items``, only those written into by item or ``+=``."""
     out = set()
     for k in cls.__mro__[:-1]:
         for v in vars(k).values():
@@ -97,7 +101,13 @@ def set_attributes(cls: type, skip: Any = None, only: Any = None) -> set[str]:
             except (OSError, TypeError, SyntaxError):
                 continue
             for n in ast.walk(tree):
-                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute):
+                    out.add(n.target.attr)
+                if (
+                    not items
+                    and isinstance(n, ast.Attribute)
+                    and not isinstance(n.ctx, ast.Load)
+                ):
                     out.add(n.attr)
                 if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load):
                     while isinstance(n, ast.Subscript):

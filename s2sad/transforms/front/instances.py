@@ -68,6 +68,7 @@ class Inliner:
         self.classes: dict[str, type] = {}  # for the guards
         self.depth = 0
         self.nest = 0  # inside an if or a loop
+        self.aug = False  # the statement is an augmented assignment
         self.entries: list[ast.stmt] = []  # argument objects' values on entry
         self.stores: list[ast.stmt] = []  # their writes, after the statement
 
@@ -84,7 +85,7 @@ class Inliner:
             func = func.value
         if not isinstance(func, ast.Name) or func.id in ctx.scope:
             return None
-        if func.id in self.locals_of(ctx):
+        if func.id in getattr(ctx, "locals", set()):
             return None
         obj = self.env.lookup(func.id)
         for step in reversed(path):
@@ -92,9 +93,6 @@ class Inliner:
         if obj is MISSING or not plain_class(obj):
             return None
         return obj
-
-    def locals_of(self, ctx: Ctx) -> set[str]:
-        return getattr(ctx, "locals", set())
 
     def constructs(self, e: ast.expr, ctx: Ctx) -> type | None:
         if isinstance(e, ast.Call) and not any(
@@ -123,7 +121,8 @@ class Inliner:
         if instance_args.keeps_real(obj, attr):
             return instance_args.real(obj, attr, node)
         local = self.attr_local(obj, attr)
-        self.entries.append(instance_args.entry(obj, attr, local, node))
+        copy = attr in obj.items
+        self.entries.append(instance_args.entry(obj, attr, local, node, copy))
         return copy_loc(name(local), node)
 
     def attr_local(self, obj: Obj, attr: str) -> str:
@@ -182,6 +181,9 @@ class Inliner:
             if isinstance(s, ast.AnnAssign) and s.value is None:
                 return []
             value = self.expr(s.value, ctx, pre)
+            self.aug = isinstance(s, ast.AugAssign)
+            if self.aug:  # layer.acc += x reads it first, changes it in place
+                instance_args.aug_read(self, s.target, ctx)
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             new_targets = [self.target(t, ctx, pre) for t in targets]
             if isinstance(s, ast.AnnAssign):
@@ -256,7 +258,8 @@ class Inliner:
                         self.entries.append(
                             instance_args.entry(owner, t.attr, local, t)
                         )
-                    self.stores.append(instance_args.store(owner, t.attr, local, t))
+                    store = instance_args.store(owner, t.attr, local, t, self.aug)
+                    self.stores.append(store)
                 return copy_loc(name(local, store=True), t)
         if isinstance(t, (ast.Tuple, ast.List)):
             t.elts = [self.target(e, ctx, pre) for e in t.elts]
@@ -281,8 +284,9 @@ class Inliner:
         owner = self.handle(e.value, ctx) if isinstance(e, ast.Attribute) else None
         if owner is not None and owner.real is not None:  # layer.states[t] = h
             owner.written.add(e.attr)
+            owner.items.add(e.attr)
             local = self.real_read(owner, e.attr, e)
-            self.stores.append(instance_args.store(owner, e.attr, local.id, e))
+            self.stores.append(instance_args.store(owner, e.attr, local.id, e, True))
             return local
         return self.expr(e, ctx, pre)
 

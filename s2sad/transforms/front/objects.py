@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.runtime.objects import read_attribute, store_attribute
+from s2sad.runtime.objects import read_attribute, store_attribute, store_items
 from s2sad.runtime.support import globals_changed
 from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
 from s2sad.transforms.front import activity as activity_pass
@@ -38,15 +38,13 @@ _PLAIN = (np.ndarray, np.generic, float, int, bool, complex, str, bytes, type(No
 
 def store(target: ast.Attribute, value: ast.expr) -> ast.stmt:
     """The statement writing ``value`` into ``obj.<target.attr>``."""
-    func = name("store_attribute")
-    anno(func)["bind"] = (
-        store_attribute,
-        ["module", "s2sad.runtime.objects", "store_attribute"],
-    )
+    fn = store_items if anno(target).get("items") else store_attribute
+    func = name(fn.__name__)
+    anno(func)["bind"] = (fn, ["module", "s2sad.runtime.objects", fn.__name__])
     obj = name(target.value.id)
     node = ast.Call(func=func, args=[obj, const(target.attr), value], keywords=[])
     copy_loc(node, target)
-    anno(node)["call"] = CallInfo("rule", store_attribute)
+    anno(node)["call"] = CallInfo("rule", fn)
     anno(node)["attribute_store"] = target.attr
     return copy_loc(ast.Expr(value=node), target)
 
