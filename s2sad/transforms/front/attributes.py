@@ -16,7 +16,10 @@ what Python would have put there when the call returns::
 
 (a write inside a loop is stored once after the loop when the local exists
 before it).  Normalize turns ``self.states = self_states`` into
-``store_attribute``, which copies arrays.  A read that may come before any
+``store_attribute``, which copies arrays, or, after items were written (or
+``+=``), into ``store_items``, which writes into the array the object holds,
+as Python changes it in place; the local such an attribute starts from is
+then a copy, so the reverse sweep never puts old items back into it.  A read that may come before any
 write in the call starts from the object's value (``self_h = self.h`` first).
 
 Only objects the function sees whole: a parameter never rebound, used only
