@@ -88,21 +88,24 @@ def set_then_read(W, layer):
     return np.sum(layer.scale)
 
 
-@pytest.mark.parametrize(
-    "fn, args",
-    [
-        (set_then_call, (np.ones((3, 2)), np.ones((4, 3)), co._dense(3, 2))),
-        (set_then_read, (np.ones(3), co._dense(3, 2))),
-    ],
-)
-def test_gradient_through_an_attribute_is_refused(fn, args):
-    with pytest.raises(errors.UnsupportedSyntaxError) as info:
-        s2sad.grad(fn)(*args)
-    text = str(info.value)
-    assert (
-        "test_objects.py" in text
-        and "does not carry gradients through attributes" in text
-    )
+def test_an_attribute_set_on_an_argument_then_read_by_its_method_carries_it():
+    rng = np.random.default_rng(8)
+    W, X, layer = rng.normal(size=(3, 2)), rng.normal(size=(4, 3)), co._dense(3, 2)
+    got = s2sad.grad(set_then_call)(W, X, layer)
+    assert_close_tree(got, numerical_grad(set_then_call, [W, X, layer], 0))
+    np.testing.assert_array_equal(layer.W, W)  # what Python leaves there
+    np.testing.assert_array_equal(layer.layer_input, X)
+    _, t = s2sad.jvp(set_then_call)(W, X, layer, np.ones_like(W))
+    want = np.sum(numerical_grad(set_then_call, [W, X, layer], 0))
+    assert_close_tree(t, want, where="jvp")
+
+
+def test_an_attribute_set_then_read_in_the_same_call_carries_the_gradient():
+    layer = co._dense(3, 2)
+    W = np.random.default_rng(3).normal(size=3)
+    got = s2sad.grad(set_then_read)(W, layer)
+    assert_close_tree(got, numerical_grad(set_then_read, [W, layer], 0))
+    np.testing.assert_array_equal(layer.scale, W * 2.0)  # Python's semantics
 
 
 def test_a_different_layer_list_compiles_again():
@@ -156,12 +159,15 @@ def set_on_a_fresh_object_then_call_it(w, x):
     return np.sum(s.apply(x))
 
 
-@pytest.mark.parametrize(
-    "fn", [set_on_a_global_then_read_in_a_callee, set_on_a_fresh_object_then_call_it]
-)
-def test_an_object_read_where_s2sad_cannot_see_is_refused(fn):
+def test_an_object_read_where_s2sad_cannot_see_is_refused():
     with pytest.raises(errors.UnsupportedSyntaxError, match="attribute"):
-        s2sad.grad(fn)(2.0, np.ones(3))
+        s2sad.grad(set_on_a_global_then_read_in_a_callee)(2.0, np.ones(3))
+
+
+def test_a_fresh_object_set_then_called_carries_the_gradient():
+    x = np.array([0.5, -1.0, 2.0])
+    got = s2sad.grad(set_on_a_fresh_object_then_call_it)(2.0, x)
+    assert got == pytest.approx(np.sum(x))
 
 
 def calls_a_layer_made_here(x):
@@ -169,12 +175,10 @@ def calls_a_layer_made_here(x):
     return np.sum(layer.forward_pass(x))
 
 
-def test_a_layer_made_inside_the_function_is_refused_with_a_way_out():
-    with pytest.raises(errors.UnsupportedSyntaxError) as info:
-        s2sad.grad(calls_a_layer_made_here)(np.ones(3))
-    text = str(info.value)
-    assert "layer.forward_pass(x)" in text and "pass it in as an argument" in text
-    assert "np.forward_pass" not in text
+def test_a_layer_made_inside_the_function_is_taken_apart():
+    x = np.random.default_rng(4).normal(size=3)
+    got = s2sad.grad(calls_a_layer_made_here)(x)
+    assert_close_tree(got, numerical_grad(calls_a_layer_made_here, [x], 0))
 
 
 def test_a_bound_method_of_a_model_of_layers_is_the_differentiated_function():

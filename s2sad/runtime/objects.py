@@ -2,9 +2,10 @@
 
 Normalize turns ``obj.attr = value`` into ``store_attribute(obj, "attr", value)``,
 which does what Python does: the object holds the value afterwards.  The write
-itself contributes nothing to any gradient; a later read of the attribute
-inside the differentiated call would carry one, and the compiler refuses it
-(s2sad/transforms/front/objects.py).
+itself contributes nothing to any gradient: a function that reads the
+attribute back reads the local it was written from
+(s2sad/transforms/front/attributes.py), and a read the compiler cannot turn
+into one is refused (s2sad/transforms/front/objects.py).
 
 An array is stored as a copy: emitted gradient code may compute an
 intermediate into a preallocated buffer that a later call writes over, and
@@ -30,6 +31,41 @@ def store_attribute(obj: Any, attr: str, value: Any) -> None:
 
 nondifferentiable(store_attribute)
 constant(store_attribute)
+
+
+def read_attribute(obj: Any, attr: str, copy: bool = False) -> Any:
+    """``getattr(obj, attr)``: the value an attribute has when a function starts
+    that then keeps it in a local (s2sad/transforms/front/attributes.py); a
+    copy when the function writes items into it (the reverse sweep puts the
+    old items back into the local, which must not be the object's array)."""
+    value = getattr(obj, attr)
+    return value.copy() if copy and isinstance(value, np.ndarray) else value
+
+
+def store_items(obj: Any, attr: str, value: Any) -> None:
+    """``obj.attr`` after items were written into it (``self.states[:, t] = h``,
+    ``self.acc += x``): Python changed the array the object holds in place, so
+    whoever else holds that array sees the change; other values are stored."""
+    cur = getattr(obj, attr, None)
+    if (
+        isinstance(cur, np.ndarray)
+        and isinstance(value, np.ndarray)
+        and cur is not value
+        and cur.shape == value.shape
+        and cur.dtype == value.dtype
+        and cur.flags.writeable
+    ):
+        np.copyto(cur, value)
+    else:
+        store_attribute(obj, attr, value)
+
+
+nondifferentiable(store_items)
+constant(store_items)
+
+
+nondifferentiable(read_attribute)
+constant(read_attribute)
 
 
 def write_argument(arg: Any, value: Any) -> None:

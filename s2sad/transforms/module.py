@@ -83,6 +83,8 @@ class Job:
     body: list[ast.stmt] = field(default_factory=list)  # forward: primal + tangents
     functions: list[ast.stmt] = field(default_factory=list)  # what it emits
     renamed: dict[str, str] = field(default_factory=dict)  # hygiene: new -> user's name
+    #: globals naming classes whose objects front/instances.py took apart: guarded
+    inlined_classes: list[str] = field(default_factory=list)
 
     @property
     def node(self) -> ast.FunctionDef:

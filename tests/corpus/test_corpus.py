@@ -20,6 +20,7 @@ from tests.corpus import cases_refuse_runtime  # noqa: F401
 from tests.corpus import cases_runtime_callees  # noqa: F401
 from tests.corpus import cases_mutation  # noqa: F401
 from tests.corpus import cases_local_forms  # noqa: F401
+from tests.corpus import cases_objects_built  # noqa: F401
 from tests.corpus.fd import assert_close_tree, numerical_grad
 from tests.corpus.registry import CASES
 

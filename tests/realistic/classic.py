@@ -187,12 +187,7 @@ def _dense(rng):
     return normal(rng, 4, 3, scale=0.5), normal(rng, 3), normal(rng, 6, 4)
 
 
-@program(
-    _dense,
-    argnums=(0, 1),
-    refused="MissingRuleError",
-    why="objects built inside the loss (Dense(W, b), Sigmoid()) and their methods",
-)
+@program(_dense, argnums=(0, 1))
 def ml_from_scratch_dense_layer(W, b, X):
     layer = Dense(W, b)
     return np.sum(Sigmoid()(layer.forward_pass(X)) ** 2)
@@ -206,12 +201,7 @@ class Linear:
         return np.tanh(x @ self.W)
 
 
-@program(
-    _dense,
-    argnums=(0, 1),
-    refused="MissingRuleError",
-    why="an object built inside the loss and its method called",
-)
+@program(_dense, argnums=(0, 1))
 def layer_object_method(W, b, X):
     layer = Linear(W)
     return np.sum(layer.forward(X) + b)

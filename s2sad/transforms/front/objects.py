@@ -6,9 +6,11 @@ call (ML-From-Scratch's ``Dense.forward_pass`` caching its input)::
 
     self.layer_input = X    ->    store_attribute(self, "layer_input", X)
 
-The write contributes nothing to a gradient.  A read of the same attribute
-elsewhere in the differentiated call would carry one through the object, which
-s2sad does not follow: the ``objects`` pass (both modes, after ``bind``) records,
+The write contributes nothing to a gradient.  A read of it in the same
+function reads a local instead (front/attributes.py; objects built inside the
+function have only locals: front/instances.py).  A read elsewhere in the
+differentiated call would carry one through the object, which s2sad does not
+follow: the ``objects`` pass (both modes, after ``bind``) records,
 for the whole module, every attribute written with a value that depends on the
 differentiated arguments and every attribute read from a local object, and
 refuses a name found in both, pointing at the read and the write.
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.runtime.objects import store_attribute
+from s2sad.runtime.objects import read_attribute, store_attribute, store_items
 from s2sad.runtime.support import globals_changed
 from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
 from s2sad.transforms.front import activity as activity_pass
@@ -36,15 +38,13 @@ _PLAIN = (np.ndarray, np.generic, float, int, bool, complex, str, bytes, type(No
 
 def store(target: ast.Attribute, value: ast.expr) -> ast.stmt:
     """The statement writing ``value`` into ``obj.<target.attr>``."""
-    func = name("store_attribute")
-    anno(func)["bind"] = (
-        store_attribute,
-        ["module", "s2sad.runtime.objects", "store_attribute"],
-    )
+    fn = store_items if anno(target).get("items") else store_attribute
+    func = name(fn.__name__)
+    anno(func)["bind"] = (fn, ["module", "s2sad.runtime.objects", fn.__name__])
     obj = name(target.value.id)
     node = ast.Call(func=func, args=[obj, const(target.attr), value], keywords=[])
     copy_loc(node, target)
-    anno(node)["call"] = CallInfo("rule", store_attribute)
+    anno(node)["call"] = CallInfo("rule", fn)
     anno(node)["attribute_store"] = target.attr
     return copy_loc(ast.Expr(value=node), target)
 
@@ -130,6 +130,10 @@ def run(job, module) -> None:
             reads.setdefault(sub.attr, (source, sub))
     for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
         info = anno(site).get("call")
+        if info is not None and info.target is read_attribute and not job.top:
+            # a callee's entry value: a differentiated one an earlier call left
+            # there would lose its gradient (front/attributes.py)
+            reads.setdefault(site.args[1].value, (source, site))
         given = [a.id for a in site.args if isinstance(a, ast.Name)]
         if info is not None and info.kind in ("method", "unknown"):
             problems += _opaque_reader(site, given, written, source)
@@ -141,6 +145,37 @@ def run(job, module) -> None:
     for attr in sorted(set(writes) & set(reads)):
         (rsrc, rnode), (wsrc, wnode) = reads[attr], writes[attr]
         what = ast.unparse(rnode if isinstance(rnode, ast.Attribute) else rnode.func)
+        info = anno(rnode).get("call") if isinstance(rnode, ast.Call) else None
+        if info is not None and info.target is read_attribute:
+            what = f"{ast.unparse(rnode.args[0])}.{attr}"
+            if info.extra.get("item_write"):
+                problems.append(
+                    rsrc.problem(
+                        rnode,
+                        f"item assignment into the attribute '{what}', which holds "
+                        "the array it had when this method started, and the "
+                        "differentiated call sets items of it to differentiated "
+                        "values: what an earlier call left there would lose its "
+                        "gradient",
+                        f"build the array in a local and store it whole: {attr} = "
+                        f"np.zeros(...); {attr}[...] = ...; {what} = {attr}",
+                    )
+                )
+                del reads[attr]
+                continue
+            problems.append(
+                rsrc.problem(
+                    rnode,
+                    f"'{what}' is read as it is when this method starts, and the "
+                    "differentiated call sets it to a differentiated value (at line "
+                    f"{wnode.lineno} of {wsrc.filename}): what an earlier call left "
+                    "there would lose its gradient",
+                    "set the attribute in the method before reading it, or pass the "
+                    "value as an argument",
+                )
+            )
+            del reads[attr]
+            continue
         problems.append(
             rsrc.problem(
                 rnode,

@@ -40,6 +40,9 @@ class Env:
         # names given to callees' default objects: where a later process finds
         # each again (["default", module, qualname, parameter], arguments.py)
         self.defaults: dict[str, list | None] = {}
+        #: globals of another module that inlined code reads (front/instances.py),
+        #: under a fresh name: name -> (value, module name, name there)
+        self.foreign: dict[str, tuple[Any, str, str]] = {}
         if fn is not None:
             code = fn.__code__
             for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
@@ -56,6 +59,8 @@ class Env:
         """The object bound to ``name``, or the module-private ``MISSING`` marker."""
         if name in self.cells:
             return self.cells[name]
+        if name in self.foreign:
+            return self.foreign[name][0]
         if name in self.globals:
             return self.globals[name]
         return getattr(builtins, name, MISSING)

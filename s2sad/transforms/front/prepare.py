@@ -20,12 +20,14 @@ import types
 
 from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import (
+    attributes,
     callees,
     comprehensions,
     containers,
     generators,
     hygiene,
     inplace,
+    instances,
     objects,
     parse,
     starred,
@@ -74,8 +76,10 @@ def desugar(job, module) -> None:
     callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
     containers.run(node, job.parsed.example_args, job.top, job.namer)
     comprehensions.run(node, job.namer, job.parsed.source)
+    instances.run(job)
     starred.run(node, job.parsed.source)
     desugar_pass.run(node, job.namer)
+    attributes.run(node, job.parsed.example_args, job.namer)
 
 
 def normalize(job, module) -> None:
@@ -109,6 +113,11 @@ def bind_statics(job, module) -> None:
     for ref in anno(job.node).get("guards", ()):  # lambda_args: the callee copied
         roots.add(id(ref))
         binder.visit(ref)
+    # classes no longer in the code, still specialised on (nodes kept alive:
+    # the binder tells nodes apart by id)
+    named = [name(var) for var in job.inlined_classes]
+    for node in named:
+        binder.visit_Name(node)
 
 
 def specialised(obj) -> bool:
@@ -148,6 +157,8 @@ class _Binder(ast.NodeTransformer):
         top = self.parsed.fn is module.top_fn
         if sub.id in env.defaults:  # a callee's default object
             origin = env.defaults[sub.id]
+        elif sub.id in env.foreign:  # read by a method inlined from another module
+            origin = ["module", *env.foreign[sub.id][1:]]
         elif sub.id in env.cells:
             origin = ["closure", sub.id] if top else None
         else:
@@ -177,15 +188,19 @@ class _Binder(ast.NodeTransformer):
                 value=name(alias), attr="cell_contents", ctx=ast.Load()
             )
         modname = env.globals.get("__name__", "__main__")
+        space = env.globals
+        if var in env.foreign:  # a global of the module an inlined method is from
+            modname, var = env.foreign[var][1:]
+            space = getattr(sys.modules.get(modname), "__dict__", None)
         mod = sys.modules.get(modname)
         short = modname.rsplit(".", 1)[-1]
-        if mod is not None and getattr(mod, "__dict__", None) is env.globals:
+        if mod is not None and getattr(mod, "__dict__", None) is space:
             return ast.Attribute(
                 value=name(self.alias(short, mod, None)), attr=var, ctx=ast.Load()
             )
-        if not env.globals:
+        if not space:
             return None
-        alias = self.alias(f"{short}_globals", env.globals, None)
+        alias = self.alias(f"{short}_globals", space, None)
         return ast.Subscript(value=name(alias), slice=ast.Constant(var), ctx=ast.Load())
 
     def alias(self, wanted: str, obj, origin) -> str:
