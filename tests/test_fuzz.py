@@ -114,3 +114,18 @@ def test_shrinker_keeps_the_failure_and_removes_the_rest(tmp_path, monkeypatch):
     script = reproduction(small, sres)
     compile(script, "repro.py", "exec")
     assert "ARGS = [" in script
+
+
+def test_shrinking_keeps_the_imports():
+    """Dropping ``import numpy as np`` made a NameError out of any defect (a false
+    refusal's minimal program lost its import): no edit removes an import."""
+    import ast
+
+    from s2sad.fuzz.shrink import apply, candidates
+
+    prog = program("def target(x):\n    y = np.sin(x)\n    return np.sum(y)\n")
+    smaller = [apply(prog, e) for e in candidates(ast.parse(prog.source))]
+    smaller = [p for p in smaller if p is not None]
+    assert len(smaller) > 5
+    for p in smaller:
+        assert "import numpy as np" in p.source and "import math" in p.source, p.source
