@@ -33,36 +33,10 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import AliasingError
-from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.astutil import anno
-
-VIEW_METHODS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "swapaxes",
-    "view",
-    "diagonal",
-    "T",
-}
-VIEW_FUNCTIONS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "expand_dims",
-    "swapaxes",
-    "moveaxis",
-    "asarray",
-    "broadcast_to",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "diagonal",
-    "flip",
-    "rot90",
-}
+from s2sad.transforms.front import returns
+from s2sad.transforms.front.activity import Activity, is_append
+from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
 
 class _State:
@@ -72,6 +46,8 @@ class _State:
         self.stale: dict[str, int] = {}  # name -> line of the change it missed
         self.scalars: set[str] = set()  # names holding immutable scalars
         self.elements: dict[str, tuple[bool, ...]] = {}  # tuple -> scalar elements
+        # a user function's tuple result -> the names each element may share
+        self.results: dict[str, tuple] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -79,6 +55,7 @@ class _State:
         s.stale = dict(self.stale)
         s.scalars = set(self.scalars)
         s.elements = dict(self.elements)
+        s.results = dict(self.results)
         return s
 
     def key(self) -> tuple:
@@ -88,6 +65,7 @@ class _State:
             frozenset(self.stale),
             frozenset(self.scalars),
             frozenset(self.elements.items()),
+            frozenset(self.results),
         )
 
     def merge(self, other: "_State") -> None:
@@ -95,6 +73,15 @@ class _State:
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
+        mine, self.results = self.results, {}
+        for k in set(mine) | set(other.results):
+            if mine.get(k) == other.results.get(k):
+                self.results[k] = mine[k]
+                continue
+            # a tuple result on one path only: linked both ways, as before
+            for base in {b for p in mine.get(k, other.results.get(k)) for b in p}:
+                self.observe(k, base)
+                self.observe(base, k)
         mine, self.elements = self.elements, {}
         for k, v in mine.items():
             w = other.elements.get(k)
@@ -139,9 +126,13 @@ def run(
     source,
     examples: dict[str, Any] | None = None,
     scalar_params: set[str] | frozenset = frozenset(),
+    local_functions: dict[str, Any] | None = None,
+    env: dict | None = None,
 ) -> None:
     """``examples``: the call's arguments by parameter (their ranks and scalars);
-    ``scalar_params``: parameters every call site passes an immutable scalar."""
+    ``scalar_params``: parameters every call site passes an immutable scalar;
+    ``local_functions`` (name -> ``LocalFunction``) and ``env`` (the function's
+    globals): what a call's result may share (``front/returns.py``)."""
     stored = {
         n.id
         for n in ast.walk(node)
@@ -159,6 +150,8 @@ def run(
         elif isinstance(v, np.ndarray) and p not in stored:
             ranks[p] = v.ndim  # not flow-sensitive: for names never re-bound only
     checker = _Checker(act, source, _containers(node), ranks)
+    checker.local_functions = local_functions or {}
+    checker.env = env or {}
     checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
@@ -299,6 +292,7 @@ class _Checker:
 
     def define(self, z: str, value: ast.expr, state: _State) -> None:
         state.elements.pop(z, None)
+        state.results.pop(z, None)
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
@@ -315,11 +309,47 @@ class _Checker:
                 if isinstance(e, ast.Name):
                     state.observe(z, e.id)  # the container sees changes of its elements
             return
-        for base in view_sources(value):
+        bases, parts = returns.sources(value, self.local_functions, self.env)
+        if parts is not None:  # r = f(a, b) giving a tuple: r holds its elements
+            state.results[z] = parts
+            for base in bases:
+                if base not in state.scalars:
+                    state.observe(z, base)
+            return
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id in state.results
+        ):  # an element of such a tuple: shares what that element may share
+            r, parts = value.value.id, state.results[value.value.id]
+            k = _int_constant(value.slice)
+            inside = -len(parts) <= k < len(parts) if k is not None else False
+            bases = parts[k] if inside else sorted({b for p in parts for b in p})
+            state.observe(r, z)
+            self.link(z, bases, state)
+            return
+        self.link(z, bases, state, value)
+
+    def link(self, z: str, bases: list[str], state: _State, value=None) -> None:
+        """``z`` shares memory with each of ``bases``."""
+        for base in bases:
             if base in state.scalars:
                 continue  # immutable: nothing to share
-            if base in self.containers and not isinstance(value, ast.Name):
+            if (
+                value is not None
+                and base in self.containers
+                and not isinstance(value, ast.Name)
+            ):
                 state.observe(base, z)  # an element taken out of a container
+                # ... is one of the arrays it holds: it shares their memory
+                held = [
+                    e
+                    for e, obs in state.observers.items()
+                    if base in obs and e not in (z, base) and e not in state.scalars
+                ]
+                for e in sorted(held):
+                    state.observe(z, e)
+                    state.observe(e, z)
             else:
                 state.observe(z, base)
                 state.observe(base, z)
@@ -413,28 +443,3 @@ def _in(target: Any, group: set) -> bool:
         return target in group
     except TypeError:  # unhashable
         return False
-
-
-def view_sources(value: ast.expr) -> list[str]:
-    """Names whose memory ``value`` may share (views, plain copies of references)."""
-    if isinstance(value, ast.Name):
-        return [value.id]
-    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
-        return [value.value.id]
-    if (
-        isinstance(value, ast.Attribute)
-        and value.attr == "T"
-        and isinstance(value.value, ast.Name)
-    ):
-        return [value.value.id]
-    if isinstance(value, ast.Call):
-        info = anno(value).get("call")
-        kind = getattr(info, "kind", "")
-        if kind == "method" and value.func.attr in VIEW_METHODS:
-            return (
-                [value.func.value.id] if isinstance(value.func.value, ast.Name) else []
-            )
-        fname = getattr(getattr(info, "target", None), "__name__", "")
-        if kind in ("user", "local") or (kind == "rule" and fname in VIEW_FUNCTIONS):
-            return [a.id for a in value.args if isinstance(a, ast.Name)]
-    return []

@@ -55,6 +55,8 @@ def aliasing(job, module) -> None:
         job.parsed.source,
         job.parsed.example_args,
         job.parsed.scalar_params,
+        {**job.parsed.local_functions, **job.norm.local_functions},
+        getattr(job.parsed.fn, "__globals__", {}),
     )
 
 
