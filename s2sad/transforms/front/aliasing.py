@@ -34,7 +34,7 @@ import numpy as np
 
 from s2sad.errors import AliasingError
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front import returns
+from s2sad.transforms.front import fresh, returns
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
@@ -151,6 +151,7 @@ def run(
             ranks[p] = v.ndim  # not flow-sensitive: for names never re-bound only
     checker = _Checker(act, source, _containers(node), ranks)
     checker.local_functions = local_functions or {}
+    checker.fresh = fresh.fresh_temps(node)
     checker.env = env or {}
     checker.block(node.body, state)
     if checker.problems:
@@ -273,7 +274,10 @@ class _Checker:
                     )
 
     def mark_calls(self, s: ast.stmt, state: _State) -> None:
-        """Mark calls of user functions with their scalar arguments (``scalar_args``).
+        """Mark calls of user functions with their scalar arguments (``scalar_args``):
+        per argument ``True`` (an immutable scalar), ``"fresh"`` (a new array
+        that nothing else holds or reads again: see :func:`fresh.fresh_temps`;
+        the callee may change it in place) or ``False``.
 
         A statement may be visited more than once (branches, loop iterations):
         an argument counts as a scalar only if it is one at every visit.
@@ -284,10 +288,19 @@ class _Checker:
             info = anno(n).get("call")
             if getattr(info, "kind", "") not in ("user", "local"):
                 continue
-            now = tuple(self.scalar(a, state) for a in n.args)
+            new = self.fresh.get(id(s), ())
+            # "fresh" only where the callee changes it: other calls share its job
+            changed = fresh.changed_params(info, self.local_functions) if new else ()
+            now = tuple(
+                self.scalar(a, state)
+                or (
+                    isinstance(a, ast.Name) and a.id in new and i in changed and "fresh"
+                )
+                for i, a in enumerate(n.args)
+            )
             before = anno(n).get("scalar_args")
             if before is not None and len(before) == len(now):
-                now = tuple(a and b for a, b in zip(before, now))
+                now = tuple(_meet(a, b) for a, b in zip(before, now))
             anno(n)["scalar_args"] = now
 
     def define(self, z: str, value: ast.expr, state: _State) -> None:
@@ -423,6 +436,13 @@ class _Checker:
                     seen.add(other)
                     todo.append(other)
                     state.stale[other] = s.lineno
+
+
+def _meet(a, b):
+    """What an argument is at every visit: a scalar and a fresh array: fresh."""
+    if a is False or b is False:
+        return False
+    return a if a == b else "fresh"
 
 
 def _int_constant(index: ast.expr) -> int | None:
