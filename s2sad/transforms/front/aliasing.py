@@ -26,15 +26,13 @@ user function is marked with which arguments are scalars at every visit
 from __future__ import annotations
 
 import ast
-import builtins
-import math
 from typing import Any
 
 import numpy as np
 
 from s2sad.errors import AliasingError
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front import fresh, returns
+from s2sad.transforms.front import fresh, ranks, returns
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
@@ -48,6 +46,7 @@ class _State:
         self.elements: dict[str, tuple[bool, ...]] = {}  # tuple -> scalar elements
         # a user function's tuple result -> the names each element may share
         self.results: dict[str, tuple] = {}
+        self.ranks: dict[str, int] = {}  # name -> number of dimensions (ranks.py)
 
     def copy(self) -> "_State":
         s = _State()
@@ -56,6 +55,7 @@ class _State:
         s.scalars = set(self.scalars)
         s.elements = dict(self.elements)
         s.results = dict(self.results)
+        s.ranks = dict(self.ranks)
         return s
 
     def key(self) -> tuple:
@@ -66,6 +66,7 @@ class _State:
             frozenset(self.scalars),
             frozenset(self.elements.items()),
             frozenset(self.results),
+            frozenset(self.ranks.items()),
         )
 
     def merge(self, other: "_State") -> None:
@@ -73,6 +74,7 @@ class _State:
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
+        self.ranks = {k: v for k, v in self.ranks.items() if other.ranks.get(k) == v}
         mine, self.results = self.results, {}
         for k in set(mine) | set(other.results):
             if mine.get(k) == other.results.get(k):
@@ -99,25 +101,6 @@ class _State:
 
 
 SCALARS = (float, int, complex, np.generic)
-#: NumPy reductions whose result, without axis (one argument only), is a scalar
-FULL_REDUCTIONS = {
-    np.sum,
-    np.mean,
-    np.max,
-    np.min,
-    np.amax,
-    np.amin,
-    np.prod,
-    np.std,
-    np.var,
-    np.median,
-    np.nansum,
-    np.nanmean,
-    np.nanmax,
-    np.nanmin,
-    np.ptp,
-}
-REDUCTION_METHODS = {"sum", "mean", "max", "min", "prod", "std", "var", "item"}
 
 
 def run(
@@ -133,26 +116,46 @@ def run(
     ``scalar_params``: parameters every call site passes an immutable scalar;
     ``local_functions`` (name -> ``LocalFunction``) and ``env`` (the function's
     globals): what a call's result may share (``front/returns.py``)."""
-    stored = {
-        n.id
-        for n in ast.walk(node)
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
     examples = examples or {}
     state = _State()
-    ranks = {}
+    # names bound otherwise than by 'name = value' (for targets...): no rank
+    single = {
+        id(s.targets[0])
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1
+    }
+    untrusted = {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name)
+        and not isinstance(n.ctx, ast.Load)
+        and id(n) not in single
+    }
     for p in [a.arg for a in node.args.args]:
         v = examples.get(p)
         if isinstance(v, SCALARS) or p in scalar_params:
             state.scalars.add(p)  # facts at entry: the flow keeps them up to date
         elif isinstance(v, tuple):
             state.elements[p] = tuple(isinstance(e, SCALARS) for e in v)
-        elif isinstance(v, np.ndarray) and p not in stored:
-            ranks[p] = v.ndim  # not flow-sensitive: for names never re-bound only
-    checker = _Checker(act, source, _containers(node), ranks)
+        elif isinstance(v, np.ndarray) and p not in untrusted:
+            state.ranks[p] = v.ndim  # the flow keeps it up to date
+    checker = _Checker(act, source, _containers(node), untrusted)
     checker.local_functions = local_functions or {}
     checker.fresh = fresh.fresh_temps(node)
     checker.env = env or {}
+    # r = range(n) (normalized loops), bound once
+    counts: dict[str, int] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    checker.ranges = {
+        s.targets[0].id: s.value
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign)
+        and isinstance(s.targets[0], ast.Name)
+        and counts.get(s.targets[0].id) == 1
+        and isinstance(s.value, ast.Call)
+    }
     checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
@@ -175,9 +178,9 @@ def _containers(node: ast.FunctionDef) -> set[str]:
 
 class _Checker:
     def __init__(
-        self, act: Activity, source, containers: set[str], ranks: dict[str, int]
+        self, act: Activity, source, containers: set[str], untrusted: set[str]
     ):
-        self.ranks = ranks  # arguments never re-bound -> their number of dimensions
+        self.untrusted = untrusted  # names whose number of dimensions is not tracked
         self.act = act
         self.source = source
         self.containers = containers
@@ -202,6 +205,7 @@ class _Checker:
             # stale names; or shrink: scalars)
             head = state.copy()
             for _ in range(100):
+                self.counter(s, head)
                 end = self.block(s.body, head.copy())
                 nxt = head.copy()
                 nxt.merge(end)
@@ -242,6 +246,20 @@ class _Checker:
             if isinstance(s.value.args[0], ast.Name):
                 state.observe(lst, s.value.args[0].id)
         return state
+
+    def counter(self, s: ast.stmt, state: _State) -> None:
+        """``for i in range(...)``: ``i`` holds an int in the body."""
+        if not isinstance(s, ast.For) or not isinstance(s.target, ast.Name):
+            return
+        it = s.iter
+        if isinstance(it, ast.Name):
+            it = self.ranges.get(it.id)
+        if (
+            isinstance(it, ast.Call)
+            and getattr(anno(it).get("call"), "target", None) is range
+        ):
+            state.scalars.add(s.target.id)
+            state.ranks[s.target.id] = 0
 
     def reads(self, s: ast.AST, state: _State) -> None:
         # t[k] reads only the element: a scalar one cannot have been changed
@@ -304,13 +322,19 @@ class _Checker:
             anno(n)["scalar_args"] = now
 
     def define(self, z: str, value: ast.expr, state: _State) -> None:
+        scalar = self.scalar(value, state)  # both before z changes
+        r = None if z in self.untrusted else self.rank(value, state)
+        if r is None:
+            state.ranks.pop(z, None)
+        else:
+            state.ranks[z] = r
         state.elements.pop(z, None)
         state.results.pop(z, None)
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
         state.observers.pop(z, None)
-        if self.scalar(value, state):
+        if scalar:
             state.scalars.add(z)  # immutable: shares nothing
             return
         state.scalars.discard(z)
@@ -377,44 +401,25 @@ class _Checker:
             return isinstance(value.value, (int, float, complex))
         if isinstance(value, ast.Name):
             return value.id in state.scalars
-        if isinstance(value, ast.UnaryOp):
-            return self.scalar(value.operand, state)
-        if isinstance(value, ast.BinOp):
-            return self.scalar(value.left, state) and self.scalar(value.right, state)
-        if isinstance(value, ast.Call):
-            return self._scalar_call(value, state)
+        if isinstance(value, ast.UnaryOp) and self.scalar(value.operand, state):
+            return True
+        if isinstance(value, ast.BinOp) and all(
+            self.scalar(e, state) for e in (value.left, value.right)
+        ):
+            return True
+        if isinstance(value, ast.Call) and ranks.scalar_call(
+            value, lambda e: self.scalar(e, state)
+        ):
+            return True
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
             elements = state.elements.get(value.value.id)
             k = _int_constant(value.slice)
             if elements is not None and k is not None:
                 return -len(elements) <= k < len(elements) and elements[k]
-            rank = self.ranks.get(value.value.id)
-            index = value.slice
-            items = index.elts if isinstance(index, ast.Tuple) else [index]
-            return rank == len(items) and all(self._int(i, state) for i in items)
-        return False
+        return self.rank(value, state) == 0 and ranks.scalar_result(value)
 
-    def _scalar_call(self, value: ast.Call, state: _State) -> bool:
-        info = anno(value).get("call")
-        kind = getattr(info, "kind", "")
-        target = getattr(info, "target", None)
-        if kind == "method":
-            # x.sum(), x.item(): a scalar for an array (other receivers would fail)
-            return target in REDUCTION_METHODS and not value.args and not value.keywords
-        if kind in ("user", "local") or value.keywords or target is None:
-            return False
-        if target in (builtins.float, builtins.int):
-            return True
-        args_scalar = all(self.scalar(a, state) for a in value.args)
-        if target in (builtins.abs, builtins.min, builtins.max, builtins.round):
-            return bool(value.args) and args_scalar  # one of, or a function of, scalars
-        if getattr(math, getattr(target, "__name__", ""), None) is target:
-            return True  # math functions return Python numbers
-        if _in(target, FULL_REDUCTIONS):
-            return len(value.args) == 1
-        if isinstance(target, np.ufunc):
-            return args_scalar  # a ufunc of scalars gives a NumPy scalar
-        return False
+    def rank(self, value: ast.expr, state: _State) -> int | None:
+        return ranks.rank(value, state.ranks, lambda i: self._int(i, state))
 
     def _int(self, index: ast.expr, state: _State) -> bool:
         """An integer index (a constant, or a scalar name: a float would raise)."""
@@ -456,10 +461,3 @@ def _int_constant(index: ast.expr) -> int | None:
     ):
         return -index.operand.value
     return None
-
-
-def _in(target: Any, group: set) -> bool:
-    try:
-        return target in group
-    except TypeError:  # unhashable
-        return False
