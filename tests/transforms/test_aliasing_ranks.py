@@ -111,3 +111,44 @@ def test_views_and_0d_arrays_stay_watched(fn, name):
     x, w = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.6])
     with pytest.raises(AliasingError, match=f"'{name}' shares memory"):
         s2sad.grad(fn, argnums=(0, 1))(x, w)
+
+
+def _total(a, b):
+    return np.sum(a * b) + 1.0
+
+
+def _first(a, b):
+    return a if np.sum(b) > 0.0 else np.sum(b)
+
+
+def _scales(p, q):
+    p *= 2.0  # a scalar at every call below: rebinds p
+    return p * q
+
+
+def callee_returns_a_scalar(x, w):
+    s = _total(x, w)
+    t = s
+    s *= 3.0  # rebinds s: t keeps the old value
+    return t * s + np.sum(_scales(s, x))
+
+
+def callee_may_return_an_array(x, w):
+    s = _first(x, w)  # may be x itself
+    t = s
+    s *= 3.0
+    return np.sum(t * w)
+
+
+def test_a_callee_returning_a_scalar_by_its_source():
+    rng = np.random.default_rng(2)
+    args = [rng.normal(size=3), rng.normal(size=3)]
+    fn = callee_returns_a_scalar
+    fresh = lambda: [a.copy() for a in args]
+    value, grads = s2sad.value_and_grad(fn, argnums=(0, 1))(*fresh())
+    assert np.allclose(value, fn(*fresh()))
+    for g, e in zip(grads, numerical_grad(fn, fresh(), (0, 1))):
+        np.testing.assert_allclose(g, e, atol=1e-6)
+    x, w = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, 0.6])
+    with pytest.raises(AliasingError, match="'t' shares memory"):
+        s2sad.grad(callee_may_return_an_array, argnums=(0, 1))(x, w)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.transforms.astutil import anno
+from s2sad.transforms.front import returns
 
 #: NumPy reductions whose result, without axis (one argument only), is a scalar
 FULL_REDUCTIONS = {
@@ -163,6 +164,8 @@ def scalar_call(value: ast.Call, scalar: Callable[[ast.expr], bool]) -> bool:
     if kind == "method":
         # x.sum(), x.item(): a scalar for an array (other receivers would fail)
         return target in REDUCTION_METHODS and not value.args and not value.keywords
+    if kind == "user" and not value.keywords:
+        return returns.returns_scalar(target)  # by the callee's source
     if kind in ("user", "local") or value.keywords or target is None:
         return False
     if target in (builtins.float, builtins.int):

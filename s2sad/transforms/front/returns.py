@@ -142,22 +142,83 @@ def shared_params(target: Any, receiver: bool) -> tuple[Summary, int]:
     parameter list).  ``receiver``: the call site passes a method's object first."""
     fn = getattr(target, "__func__", target)
     offset = 1 if inspect.ismethod(target) and not receiver else 0
-    if not isinstance(fn, types.FunctionType):
+    node = source_node(fn)
+    if node is None:
         return (None, None), offset
+    if fn.__code__ not in _cache:
+        _cache[fn.__code__] = analyse(node, fn.__globals__)
+    return _cache[fn.__code__], offset
+
+
+_nodes: dict[Any, ast.FunctionDef | None] = {}
+
+
+def source_node(fn: Any) -> ast.FunctionDef | None:
+    """The syntax tree of a plain function's source (None: none to read)."""
+    if not isinstance(fn, types.FunctionType):
+        return None
     code = fn.__code__
-    if code not in _cache:
+    if code not in _nodes:
         try:
             # the code that runs (a decorated function's wrapper, never what it wraps)
-            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
-            node = tree.body[0]
-            _cache[code] = (
-                analyse(node, fn.__globals__)
-                if isinstance(node, ast.FunctionDef)
-                else (None, None)
-            )
+            node = ast.parse(textwrap.dedent(inspect.getsource(code))).body[0]
+            _nodes[code] = node if isinstance(node, ast.FunctionDef) else None
         except (OSError, TypeError, SyntaxError, IndexError):
-            _cache[code] = (None, None)
-    return _cache[code], offset
+            _nodes[code] = None
+    return _nodes[code]
+
+
+def returns_scalar(target: Any) -> bool:
+    """Whether a user function always returns an immutable scalar: every
+    ``return`` gives a number, a full reduction (``np.sum(a)``), a ``math``
+    function, ``float(...)``, or arithmetic on those."""
+    fn = getattr(target, "__func__", target)
+    node = source_node(fn)
+    if node is None or not node.body or not isinstance(node.body[-1], ast.Return):
+        return False
+    nested = (ast.FunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom, ast.ClassDef)
+    if any(isinstance(n, nested) for n in ast.walk(node) if n is not node):
+        return False
+    values = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
+    env = fn.__globals__
+    return all(v is not None and _scalar_expr(v, env) for v in values)
+
+
+def _resolve(e: ast.expr, env: dict, local: dict) -> Any:
+    """The module-level object ``e`` names (``np.tanh``, ``math.exp``), or None
+    (``local``: the function's own names)."""
+    if isinstance(e, ast.Name):
+        if e.id in local:
+            return None
+        if e.id in env:
+            return env[e.id]
+        return getattr(builtins, e.id, None)
+    if isinstance(e, ast.Attribute):
+        base = _resolve(e.value, env, local)
+        if isinstance(base, types.ModuleType):
+            return getattr(base, e.attr, None)
+    return None
+
+
+def _scalar_expr(e: ast.expr, env: dict) -> bool:
+    from s2sad.transforms.front.ranks import FULL_REDUCTIONS  # (no cycle at import)
+
+    if isinstance(e, ast.Constant):
+        return type(e.value) in (int, float)
+    if isinstance(e, ast.UnaryOp):
+        return _scalar_expr(e.operand, env)
+    if isinstance(e, ast.BinOp):
+        return _scalar_expr(e.left, env) and _scalar_expr(e.right, env)
+    if isinstance(e, ast.IfExp):
+        return _scalar_expr(e.body, env) and _scalar_expr(e.orelse, env)
+    if not isinstance(e, ast.Call) or e.keywords:
+        return False
+    f = _resolve(e.func, env, {})
+    if f in (builtins.float, builtins.int):
+        return True
+    if getattr(math, getattr(f, "__name__", ""), None) is f:
+        return True  # math functions give Python numbers
+    return _member(f, FULL_REDUCTIONS) and len(e.args) == 1
 
 
 def summary(node: ast.FunctionDef, env: dict) -> Shared | None:
@@ -331,17 +392,7 @@ class _Summary:
 
     def resolve(self, e: ast.expr) -> Any:
         """The module-level object ``e`` names (``np.tanh``, ``math.exp``), or None."""
-        if isinstance(e, ast.Name):
-            if e.id in self.share:
-                return None
-            if e.id in self.env:
-                return self.env[e.id]
-            return getattr(builtins, e.id, None)
-        if isinstance(e, ast.Attribute):
-            base = self.resolve(e.value)
-            if isinstance(base, types.ModuleType):
-                return getattr(base, e.attr, None)
-        return None
+        return _resolve(e, self.env, self.share)
 
 
 def _member(target: Any, group: set) -> bool:
