@@ -152,3 +152,21 @@ def test_a_callee_returning_a_scalar_by_its_source():
     x, w = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, 0.6])
     with pytest.raises(AliasingError, match="'t' shares memory"):
         s2sad.grad(callee_may_return_an_array, argnums=(0, 1))(x, w)
+
+
+def _method_result(a, b):
+    return a.ravel()
+
+
+def _unknown_call(a, b):
+    return helper_that_does_not_exist(a)  # noqa: F821
+
+
+def test_returns_scalar_reads_the_source():
+    from s2sad.transforms.front import returns
+
+    assert returns.returns_scalar(_total)
+    assert not returns.returns_scalar(_first)
+    assert not returns.returns_scalar(_method_result)
+    assert not returns.returns_scalar(_unknown_call)
+    assert not returns.returns_scalar(np.sum)  # no Python source

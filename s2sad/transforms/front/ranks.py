@@ -23,25 +23,8 @@ import numpy as np
 
 from s2sad.transforms.astutil import anno
 from s2sad.transforms.front import returns
+from s2sad.transforms.front.returns import FULL_REDUCTIONS
 
-#: NumPy reductions whose result, without axis (one argument only), is a scalar
-FULL_REDUCTIONS = {
-    np.sum,
-    np.mean,
-    np.max,
-    np.min,
-    np.amax,
-    np.amin,
-    np.prod,
-    np.std,
-    np.var,
-    np.median,
-    np.nansum,
-    np.nanmean,
-    np.nanmax,
-    np.nanmin,
-    np.ptp,
-}
 REDUCTION_METHODS = {"sum", "mean", "max", "min", "prod", "std", "var", "item"}
 #: NumPy functions whose result has one dimension
 VECTORS = {np.linspace, np.arange, np.logspace}

@@ -62,6 +62,24 @@ FRESH_FUNCTIONS = {
     np.linalg.slogdet,
     np.linalg.cholesky,
 }
+#: NumPy reductions whose result, without axis (one argument only), is a scalar
+FULL_REDUCTIONS = {
+    np.sum,
+    np.mean,
+    np.max,
+    np.min,
+    np.amax,
+    np.amin,
+    np.prod,
+    np.std,
+    np.var,
+    np.median,
+    np.nansum,
+    np.nanmean,
+    np.nanmax,
+    np.nanmin,
+    np.ptp,
+}
 #: builtins that return a new number (``sum`` of arrays adds them up from 0)
 FRESH_BUILTINS = {
     builtins.float,
@@ -201,8 +219,6 @@ def _resolve(e: ast.expr, env: dict, local: dict) -> Any:
 
 
 def _scalar_expr(e: ast.expr, env: dict) -> bool:
-    from s2sad.transforms.front.ranks import FULL_REDUCTIONS  # (no cycle at import)
-
     if isinstance(e, ast.Constant):
         return type(e.value) in (int, float)
     if isinstance(e, ast.UnaryOp):
@@ -214,6 +230,8 @@ def _scalar_expr(e: ast.expr, env: dict) -> bool:
     if not isinstance(e, ast.Call) or e.keywords:
         return False
     f = _resolve(e.func, env, {})
+    if f is None:
+        return False
     if f in (builtins.float, builtins.int):
         return True
     if getattr(math, getattr(f, "__name__", ""), None) is f:
