@@ -230,3 +230,20 @@ def test_summary_per_element_of_a_returned_tuple():
     assert returns.analyse(ast.parse(src).body[0], {"np": np}) == ({0}, (set(), {0}))
     src = "def f(a, b):\n    if a.sum() > 0:\n        return a, b\n"  # may give None
     assert returns.analyse(ast.parse(src).body[0], {"np": np}) == ({0, 1}, None)
+
+
+def changes_one_element_of_a_tuple(x):
+    y = np.outer(x, x)
+    w = np.sin(x)
+    t = (y, w * 2.0)
+    a, b = t  # b is the second element only
+    b *= x[0]
+    return np.sum(y * x) + np.sum(a) + np.sum(b)
+
+
+def test_an_element_of_a_tuple_display_is_that_element_only():
+    x = np.array([0.3, -0.2, 0.5])
+    fn = changes_one_element_of_a_tuple
+    value, g = s2sad.value_and_grad(fn)(x.copy())
+    assert np.allclose(value, fn(x.copy()))
+    np.testing.assert_allclose(g, numerical_grad(fn, [x.copy()], (0,))[0], atol=1e-6)

@@ -340,6 +340,11 @@ class _Checker:
         state.scalars.discard(z)
         if isinstance(value, ast.Tuple):  # immutable: its scalar elements stay so
             state.elements[z] = tuple(self.scalar(e, state) for e in value.elts)
+            # ... and t[k] is the k-th element (any(Starred) leaves it unknown)
+            if not any(isinstance(e, ast.Starred) for e in value.elts):
+                state.results[z] = [
+                    [e.id] if isinstance(e, ast.Name) else [] for e in value.elts
+                ]
         if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
             elts = value.values if isinstance(value, ast.Dict) else value.elts
             for e in elts:
