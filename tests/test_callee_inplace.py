@@ -184,3 +184,17 @@ def test_an_alias_of_the_changed_array_is_refused_in_both_modes(fn, mode):
             s2sad.grad(fn, argnums=(0, 1))(x.copy(), w.copy())
         else:
             s2sad.jvp(fn)(x.copy(), w.copy(), np.ones(3))
+
+
+@pytest.mark.parametrize("fn", [passes_arithmetic, passes_a_ufunc_result, in_a_loop])
+def test_second_order(fn):
+    rng = np.random.default_rng(8)
+    x, w, v = (rng.normal(size=3) * 0.5 for _ in range(3))
+    hv = s2sad.hvp(fn)(x.copy(), w.copy(), v)
+
+    def grad_x(a):
+        return numerical_grad(fn, [a, w.copy()], (0,))[0]
+
+    h = 1e-4
+    expected = (grad_x(x + h * v) - grad_x(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(hv, expected, atol=1e-4)
