@@ -53,7 +53,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("objects", objects.run, BOTH),
     ("activity", reverse.activity, (REVERSE,)),
     ("activity", forward.activity, (FORWARD,)),
-    ("aliasing", reverse.aliasing, (REVERSE,)),
+    ("aliasing", reverse.aliasing, BOTH),  # forward mode rebinds as well
     ("shifts", shifts.run, (REVERSE,)),
     ("reverse", reverse.differentiate, (REVERSE,)),
     ("forward", forward.differentiate, (FORWARD,)),

@@ -207,7 +207,7 @@ class Generator(ModuleParts, ExprGen):
 
     def loop_env(self):
         env = self.env.copy()
-        inplace = [k for k in env.fresh if self.rng.random() < 0.5]
+        inplace = [k for k in sorted(env.fresh) if self.rng.random() < 0.5]
         env.noview |= set(inplace)
         return env
 

@@ -207,8 +207,9 @@ class ModuleBuilder:
     ) -> Job:
         """The job compiling a called user function for ``pattern`` (queued if new).
 
-        ``scalars``: per argument of the call, whether it is an immutable scalar
-        (part of the key: a job compiled for a scalar serves only such calls).
+        ``scalars``: per argument of the call, whether it is an immutable scalar,
+        or ``"fresh"``: a new array nobody else holds (part of the key: a job
+        compiled for a scalar serves only such calls).
         """
         if info.kind == "local":
             local = local_functions[info.target]
@@ -226,7 +227,7 @@ class ModuleBuilder:
         examples = info.extra.get("examples") or {}
         if examples:  # objects passed to a plain function: its code depends on them
             key = (*key, tuple(sorted((k, object_key(v)) for k, v in examples.items())))
-        scalars = tuple(bool(b) for b in scalars)
+        scalars = tuple(b if b == "fresh" else bool(b) for b in scalars)
         if any(scalars):
             key = (*key, scalars)
         job = self.jobs.get(key)
@@ -252,7 +253,8 @@ class ModuleBuilder:
         a = parsed.node.args
         params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
         if len(params) == len(scalars):
-            parsed.scalar_params = {p for p, b in zip(params, scalars) if b}
+            parsed.scalar_params = {p for p, b in zip(params, scalars) if b is True}
+            parsed.fresh_params = {p for p, b in zip(params, scalars) if b == "fresh"}
         job = Job(parsed, names, tuple(pattern), top=False, site=site)
         self.jobs[key] = job
         self.queue.append(job)

@@ -20,6 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.front.fresh import fresh_marks
 from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
@@ -308,9 +309,9 @@ def user_call(
     pattern = tuple(
         0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
     )
-    fname = ff.module.request(info, pattern, ff.parsed, ff.local_functions, site).names[
-        0
-    ]
+    fresh = fresh_marks(ff.parsed.node, s, v, ff.local_functions)
+    job = ff.module.request(info, pattern, ff.parsed, ff.local_functions, site, fresh)
+    fname = job.names[0]
     jvp_call = ast.Call(
         func=name(fname),
         args=list(v.args) + [name(ff.t(a.id)) for a in active],

@@ -26,43 +26,15 @@ user function is marked with which arguments are scalars at every visit
 from __future__ import annotations
 
 import ast
-import builtins
-import math
 from typing import Any
 
 import numpy as np
 
 from s2sad.errors import AliasingError
-from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.astutil import anno
-
-VIEW_METHODS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "swapaxes",
-    "view",
-    "diagonal",
-    "T",
-}
-VIEW_FUNCTIONS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "expand_dims",
-    "swapaxes",
-    "moveaxis",
-    "asarray",
-    "broadcast_to",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "diagonal",
-    "flip",
-    "rot90",
-}
+from s2sad.transforms.front import fresh, ranks, returns
+from s2sad.transforms.front.activity import Activity, is_append
+from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
 
 class _State:
@@ -72,6 +44,9 @@ class _State:
         self.stale: dict[str, int] = {}  # name -> line of the change it missed
         self.scalars: set[str] = set()  # names holding immutable scalars
         self.elements: dict[str, tuple[bool, ...]] = {}  # tuple -> scalar elements
+        # a user function's tuple result -> the names each element may share
+        self.results: dict[str, tuple] = {}
+        self.ranks: dict[str, int] = {}  # name -> number of dimensions (ranks.py)
 
     def copy(self) -> "_State":
         s = _State()
@@ -79,6 +54,8 @@ class _State:
         s.stale = dict(self.stale)
         s.scalars = set(self.scalars)
         s.elements = dict(self.elements)
+        s.results = dict(self.results)
+        s.ranks = dict(self.ranks)
         return s
 
     def key(self) -> tuple:
@@ -88,6 +65,8 @@ class _State:
             frozenset(self.stale),
             frozenset(self.scalars),
             frozenset(self.elements.items()),
+            frozenset(self.results),
+            frozenset(self.ranks.items()),
         )
 
     def merge(self, other: "_State") -> None:
@@ -95,6 +74,16 @@ class _State:
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
+        self.ranks = {k: v for k, v in self.ranks.items() if other.ranks.get(k) == v}
+        mine, self.results = self.results, {}
+        for k in set(mine) | set(other.results):
+            if mine.get(k) == other.results.get(k):
+                self.results[k] = mine[k]
+                continue
+            # a tuple result on one path only: linked both ways, as before
+            for base in {b for p in mine.get(k, other.results.get(k)) for b in p}:
+                self.observe(k, base)
+                self.observe(base, k)
         mine, self.elements = self.elements, {}
         for k, v in mine.items():
             w = other.elements.get(k)
@@ -112,25 +101,6 @@ class _State:
 
 
 SCALARS = (float, int, complex, np.generic)
-#: NumPy reductions whose result, without axis (one argument only), is a scalar
-FULL_REDUCTIONS = {
-    np.sum,
-    np.mean,
-    np.max,
-    np.min,
-    np.amax,
-    np.amin,
-    np.prod,
-    np.std,
-    np.var,
-    np.median,
-    np.nansum,
-    np.nanmean,
-    np.nanmax,
-    np.nanmin,
-    np.ptp,
-}
-REDUCTION_METHODS = {"sum", "mean", "max", "min", "prod", "std", "var", "item"}
 
 
 def run(
@@ -139,26 +109,53 @@ def run(
     source,
     examples: dict[str, Any] | None = None,
     scalar_params: set[str] | frozenset = frozenset(),
+    local_functions: dict[str, Any] | None = None,
+    env: dict | None = None,
 ) -> None:
     """``examples``: the call's arguments by parameter (their ranks and scalars);
-    ``scalar_params``: parameters every call site passes an immutable scalar."""
-    stored = {
-        n.id
-        for n in ast.walk(node)
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
+    ``scalar_params``: parameters every call site passes an immutable scalar;
+    ``local_functions`` (name -> ``LocalFunction``) and ``env`` (the function's
+    globals): what a call's result may share (``front/returns.py``)."""
     examples = examples or {}
     state = _State()
-    ranks = {}
+    # names bound otherwise than by 'name = value' (for targets...): no rank
+    single = {
+        id(s.targets[0])
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1
+    }
+    untrusted = {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name)
+        and not isinstance(n.ctx, ast.Load)
+        and id(n) not in single
+    }
     for p in [a.arg for a in node.args.args]:
         v = examples.get(p)
         if isinstance(v, SCALARS) or p in scalar_params:
             state.scalars.add(p)  # facts at entry: the flow keeps them up to date
         elif isinstance(v, tuple):
             state.elements[p] = tuple(isinstance(e, SCALARS) for e in v)
-        elif isinstance(v, np.ndarray) and p not in stored:
-            ranks[p] = v.ndim  # not flow-sensitive: for names never re-bound only
-    checker = _Checker(act, source, _containers(node), ranks)
+        elif isinstance(v, np.ndarray) and p not in untrusted:
+            state.ranks[p] = v.ndim  # the flow keeps it up to date
+    checker = _Checker(act, source, _containers(node), untrusted)
+    checker.local_functions = local_functions or {}
+    checker.fresh = fresh.fresh_temps(node)
+    checker.env = env or {}
+    # r = range(n) (normalized loops), bound once
+    counts: dict[str, int] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    checker.ranges = {
+        s.targets[0].id: s.value
+        for s in ast.walk(node)
+        if isinstance(s, ast.Assign)
+        and isinstance(s.targets[0], ast.Name)
+        and counts.get(s.targets[0].id) == 1
+        and isinstance(s.value, ast.Call)
+    }
     checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
@@ -181,9 +178,9 @@ def _containers(node: ast.FunctionDef) -> set[str]:
 
 class _Checker:
     def __init__(
-        self, act: Activity, source, containers: set[str], ranks: dict[str, int]
+        self, act: Activity, source, containers: set[str], untrusted: set[str]
     ):
-        self.ranks = ranks  # arguments never re-bound -> their number of dimensions
+        self.untrusted = untrusted  # names whose number of dimensions is not tracked
         self.act = act
         self.source = source
         self.containers = containers
@@ -208,6 +205,7 @@ class _Checker:
             # stale names; or shrink: scalars)
             head = state.copy()
             for _ in range(100):
+                self.counter(s, head)
                 end = self.block(s.body, head.copy())
                 nxt = head.copy()
                 nxt.merge(end)
@@ -249,6 +247,20 @@ class _Checker:
                 state.observe(lst, s.value.args[0].id)
         return state
 
+    def counter(self, s: ast.stmt, state: _State) -> None:
+        """``for i in range(...)``: ``i`` holds an int in the body."""
+        if not isinstance(s, ast.For) or not isinstance(s.target, ast.Name):
+            return
+        it = s.iter
+        if isinstance(it, ast.Name):
+            it = self.ranges.get(it.id)
+        if (
+            isinstance(it, ast.Call)
+            and getattr(anno(it).get("call"), "target", None) is range
+        ):
+            state.scalars.add(s.target.id)
+            state.ranks[s.target.id] = 0
+
     def reads(self, s: ast.AST, state: _State) -> None:
         # t[k] reads only the element: a scalar one cannot have been changed
         scalar_items = {
@@ -280,7 +292,10 @@ class _Checker:
                     )
 
     def mark_calls(self, s: ast.stmt, state: _State) -> None:
-        """Mark calls of user functions with their scalar arguments (``scalar_args``).
+        """Mark calls of user functions with their scalar arguments (``scalar_args``):
+        per argument ``True`` (an immutable scalar), ``"fresh"`` (a new array
+        that nothing else holds or reads again: see :func:`fresh.fresh_temps`;
+        the callee may change it in place) or ``False``.
 
         A statement may be visited more than once (branches, loop iterations):
         an argument counts as a scalar only if it is one at every visit.
@@ -291,35 +306,92 @@ class _Checker:
             info = anno(n).get("call")
             if getattr(info, "kind", "") not in ("user", "local"):
                 continue
-            now = tuple(self.scalar(a, state) for a in n.args)
+            new = self.fresh.get(id(s), ())
+            # "fresh" only where the callee changes it: other calls share its job
+            changed = fresh.changed_params(info, self.local_functions) if new else ()
+            now = tuple(
+                self.scalar(a, state)
+                or (
+                    isinstance(a, ast.Name) and a.id in new and i in changed and "fresh"
+                )
+                for i, a in enumerate(n.args)
+            )
             before = anno(n).get("scalar_args")
             if before is not None and len(before) == len(now):
-                now = tuple(a and b for a, b in zip(before, now))
+                now = tuple(_meet(a, b) for a, b in zip(before, now))
             anno(n)["scalar_args"] = now
 
     def define(self, z: str, value: ast.expr, state: _State) -> None:
+        scalar = self.scalar(value, state)  # both before z changes
+        r = None if z in self.untrusted else self.rank(value, state)
+        if r is None:
+            state.ranks.pop(z, None)
+        else:
+            state.ranks[z] = r
         state.elements.pop(z, None)
+        state.results.pop(z, None)
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
         state.observers.pop(z, None)
-        if self.scalar(value, state):
+        if scalar:
             state.scalars.add(z)  # immutable: shares nothing
             return
         state.scalars.discard(z)
         if isinstance(value, ast.Tuple):  # immutable: its scalar elements stay so
             state.elements[z] = tuple(self.scalar(e, state) for e in value.elts)
+            # ... and t[k] is the k-th element (any(Starred) leaves it unknown)
+            if not any(isinstance(e, ast.Starred) for e in value.elts):
+                state.results[z] = [
+                    [e.id] if isinstance(e, ast.Name) else [] for e in value.elts
+                ]
         if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
             elts = value.values if isinstance(value, ast.Dict) else value.elts
             for e in elts:
                 if isinstance(e, ast.Name):
                     state.observe(z, e.id)  # the container sees changes of its elements
             return
-        for base in view_sources(value):
+        bases, parts = returns.sources(value, self.local_functions, self.env)
+        if parts is not None:  # r = f(a, b) giving a tuple: r holds its elements
+            state.results[z] = parts
+            for base in bases:
+                if base not in state.scalars:
+                    state.observe(z, base)
+            return
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id in state.results
+        ):  # an element of such a tuple: shares what that element may share
+            r, parts = value.value.id, state.results[value.value.id]
+            k = _int_constant(value.slice)
+            inside = -len(parts) <= k < len(parts) if k is not None else False
+            bases = parts[k] if inside else sorted({b for p in parts for b in p})
+            state.observe(r, z)
+            self.link(z, bases, state)
+            return
+        self.link(z, bases, state, value)
+
+    def link(self, z: str, bases: list[str], state: _State, value=None) -> None:
+        """``z`` shares memory with each of ``bases``."""
+        for base in bases:
             if base in state.scalars:
                 continue  # immutable: nothing to share
-            if base in self.containers and not isinstance(value, ast.Name):
+            if (
+                value is not None
+                and base in self.containers
+                and not isinstance(value, ast.Name)
+            ):
                 state.observe(base, z)  # an element taken out of a container
+                # ... is one of the arrays it holds: it shares their memory
+                held = [
+                    e
+                    for e, obs in state.observers.items()
+                    if base in obs and e not in (z, base) and e not in state.scalars
+                ]
+                for e in sorted(held):
+                    state.observe(z, e)
+                    state.observe(e, z)
             else:
                 state.observe(z, base)
                 state.observe(base, z)
@@ -334,44 +406,25 @@ class _Checker:
             return isinstance(value.value, (int, float, complex))
         if isinstance(value, ast.Name):
             return value.id in state.scalars
-        if isinstance(value, ast.UnaryOp):
-            return self.scalar(value.operand, state)
-        if isinstance(value, ast.BinOp):
-            return self.scalar(value.left, state) and self.scalar(value.right, state)
-        if isinstance(value, ast.Call):
-            return self._scalar_call(value, state)
+        if isinstance(value, ast.UnaryOp) and self.scalar(value.operand, state):
+            return True
+        if isinstance(value, ast.BinOp) and all(
+            self.scalar(e, state) for e in (value.left, value.right)
+        ):
+            return True
+        if isinstance(value, ast.Call) and ranks.scalar_call(
+            value, lambda e: self.scalar(e, state)
+        ):
+            return True
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
             elements = state.elements.get(value.value.id)
             k = _int_constant(value.slice)
             if elements is not None and k is not None:
                 return -len(elements) <= k < len(elements) and elements[k]
-            rank = self.ranks.get(value.value.id)
-            index = value.slice
-            items = index.elts if isinstance(index, ast.Tuple) else [index]
-            return rank == len(items) and all(self._int(i, state) for i in items)
-        return False
+        return self.rank(value, state) == 0 and ranks.scalar_result(value)
 
-    def _scalar_call(self, value: ast.Call, state: _State) -> bool:
-        info = anno(value).get("call")
-        kind = getattr(info, "kind", "")
-        target = getattr(info, "target", None)
-        if kind == "method":
-            # x.sum(), x.item(): a scalar for an array (other receivers would fail)
-            return target in REDUCTION_METHODS and not value.args and not value.keywords
-        if kind in ("user", "local") or value.keywords or target is None:
-            return False
-        if target in (builtins.float, builtins.int):
-            return True
-        args_scalar = all(self.scalar(a, state) for a in value.args)
-        if target in (builtins.abs, builtins.min, builtins.max, builtins.round):
-            return bool(value.args) and args_scalar  # one of, or a function of, scalars
-        if getattr(math, getattr(target, "__name__", ""), None) is target:
-            return True  # math functions return Python numbers
-        if _in(target, FULL_REDUCTIONS):
-            return len(value.args) == 1
-        if isinstance(target, np.ufunc):
-            return args_scalar  # a ufunc of scalars gives a NumPy scalar
-        return False
+    def rank(self, value: ast.expr, state: _State) -> int | None:
+        return ranks.rank(value, state.ranks, lambda i: self._int(i, state))
 
     def _int(self, index: ast.expr, state: _State) -> bool:
         """An integer index (a constant, or a scalar name: a float would raise)."""
@@ -395,6 +448,13 @@ class _Checker:
                     state.stale[other] = s.lineno
 
 
+def _meet(a, b):
+    """What an argument is at every visit: a scalar and a fresh array: fresh."""
+    if a is False or b is False:
+        return False
+    return a if a == b else "fresh"
+
+
 def _int_constant(index: ast.expr) -> int | None:
     if isinstance(index, ast.Constant) and type(index.value) is int:
         return index.value
@@ -406,35 +466,3 @@ def _int_constant(index: ast.expr) -> int | None:
     ):
         return -index.operand.value
     return None
-
-
-def _in(target: Any, group: set) -> bool:
-    try:
-        return target in group
-    except TypeError:  # unhashable
-        return False
-
-
-def view_sources(value: ast.expr) -> list[str]:
-    """Names whose memory ``value`` may share (views, plain copies of references)."""
-    if isinstance(value, ast.Name):
-        return [value.id]
-    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
-        return [value.value.id]
-    if (
-        isinstance(value, ast.Attribute)
-        and value.attr == "T"
-        and isinstance(value.value, ast.Name)
-    ):
-        return [value.value.id]
-    if isinstance(value, ast.Call):
-        info = anno(value).get("call")
-        kind = getattr(info, "kind", "")
-        if kind == "method" and value.func.attr in VIEW_METHODS:
-            return (
-                [value.func.value.id] if isinstance(value.func.value, ast.Name) else []
-            )
-        fname = getattr(getattr(info, "target", None), "__name__", "")
-        if kind in ("user", "local") or (kind == "rule" and fname in VIEW_FUNCTIONS):
-            return [a.id for a in value.args if isinstance(a, ast.Name)]
-    return []

@@ -49,6 +49,8 @@ def run(job, module) -> dict[str, str]:
             examples[new] = examples.pop(old)  # in place: module.examples is this dict
         if old in job.parsed.scalar_params:
             job.parsed.scalar_params = (job.parsed.scalar_params - {old}) | {new}
+        if old in job.parsed.fresh_params:
+            job.parsed.fresh_params = (job.parsed.fresh_params - {old}) | {new}
     module.namer.reserve(*_bound(node))
     return params
 

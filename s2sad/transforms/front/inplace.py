@@ -18,7 +18,10 @@ Without example arguments (ahead of time, or a callee), any argument may be
 an array: refused too, unless the name was rebound before (``x = x * 2.0``),
 or the callee's job was requested for call sites that pass a known immutable
 scalar there (``ParsedFunction.scalar_params``: a constant, ``float(...)``,
-``np.mean(x)``; front/aliasing.py marks the call sites).
+``np.mean(x)``; front/aliasing.py marks the call sites), or a new array that
+nothing else holds or reads again (``ParsedFunction.fresh_params``: ``f(np.exp(x))``
+or ``t = a * b; f(t)`` with ``t`` read nowhere else): nobody can see the change,
+so rebinding the name is the same thing.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def run(parsed: Any, top: bool = False) -> None:
         for p in params
         if not isinstance(examples.get(p, []), IMMUTABLE)
         and p not in parsed.scalar_params  # every call site passes a scalar
+        and p not in parsed.fresh_params  # ... or a new array nobody else sees
     }
     problems, rebound = [], set()
     for stmt in node.body:

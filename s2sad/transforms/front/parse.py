@@ -96,6 +96,9 @@ class ParsedFunction:
     #: parameters every call passes an immutable scalar (a callee: from its call
     #: site's static facts, see front/aliasing.py); the key of its job says so
     scalar_params: set[str] = field(default_factory=set)
+    #: parameters every call passes a new array that nothing else holds or reads
+    #: again (front/returns.py ``fresh_temps``): changed in place, unseen
+    fresh_params: set[str] = field(default_factory=set)
     #: a local function compiled as a callee: the enclosing function's local functions
     local_functions: dict[str, Any] = field(default_factory=dict)
 

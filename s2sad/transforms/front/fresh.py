@@ -1,0 +1,136 @@
+"""New arrays that nothing else holds: a called function may change them in place.
+
+Python's ``p += g`` inside a called function changes the caller's array; the
+emitted callee rebinds ``p`` instead.  The two are the same when the caller
+passes a new array that no other name holds and nothing reads again
+(``f(x * 2.0)``, ``f(np.exp(x))``, ``t = a * b; f(t)`` with ``t`` read nowhere
+else): nobody can see the change.  :func:`fresh_temps` finds such arguments;
+the call is marked ``"fresh"`` there (``scalar_args`` in reverse mode, from
+front/aliasing.py; :func:`fresh_marks` in forward mode), which is part of the
+callee's job key and lets front/inplace.py accept the change
+(``ParsedFunction.fresh_params``).  Marked only where the callee changes that
+parameter (:func:`changed_params`), so other calls keep sharing one job.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from s2sad.transforms.astutil import anno
+from s2sad.transforms.front.returns import FRESH_FUNCTIONS, _member
+
+
+def fresh_temps(node: ast.FunctionDef) -> dict[int, set[str]]:
+    """Per simple statement (by ``id``), the names it reads that hold a new array
+    nothing else holds or reads: assigned once, from arithmetic or a NumPy call
+    that makes a new array, earlier in the same block, and read once in the
+    whole function, there (never in a loop body other than its own).  A
+    called function may change such an argument in place (``p += g``): nobody
+    can see the change, so rebinding ``p`` is the same thing."""
+    loads: dict[str, int] = {}
+    stores: dict[str, int] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            counts = loads if isinstance(n.ctx, ast.Load) else stores
+            counts[n.id] = counts.get(n.id, 0) + 1
+    params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    out: dict[int, set[str]] = {}
+    for body in _blocks(node):
+        for j, d in enumerate(body):
+            if not (
+                isinstance(d, ast.Assign)
+                and len(d.targets) == 1
+                and isinstance(d.targets[0], ast.Name)
+            ):
+                continue
+            t = d.targets[0].id
+            if t in params or stores.get(t) != 1 or loads.get(t) != 1:
+                continue
+            if not _new_array(d.value):
+                continue
+            for s in body[j + 1 :]:
+                if any(isinstance(n, ast.Name) and n.id == t for n in ast.walk(s)):
+                    if not isinstance(s, _COMPOUND):
+                        out.setdefault(id(s), set()).add(t)
+                    break
+    return out
+
+
+def fresh_marks(
+    node: ast.FunctionDef, stmt: ast.stmt, call: ast.Call, local_functions: dict
+) -> tuple:
+    """Per argument of ``call`` in ``stmt``: ``"fresh"`` (see :func:`fresh_temps`;
+    only where the callee changes that parameter in place, so that other calls
+    share its job) or False; ``()`` when none is (forward mode: the aliasing pass
+    marks them in reverse mode)."""
+    if "fresh_temps" not in anno(node):
+        anno(node)["fresh_temps"] = fresh_temps(node)
+    fresh = anno(node)["fresh_temps"].get(id(stmt), ())
+    changed = changed_params(anno(call).get("call"), local_functions)
+    marks = tuple(
+        isinstance(a, ast.Name) and a.id in fresh and i in changed
+        for i, a in enumerate(call.args)
+    )
+    return tuple("fresh" if m else False for m in marks) if any(marks) else ()
+
+
+def changed_params(info: Any, local_functions: dict) -> set[int]:
+    """Positions of the call's arguments whose parameter the callee changes in
+    place (``p += g``, ``out=p``), by its source; all when it cannot tell."""
+    every = set(range(64))
+    kind = getattr(info, "kind", "")
+    if kind == "local":
+        node = getattr(local_functions.get(info.target), "node", None)
+        offset = 0
+    elif kind == "user":
+        target = info.target
+        fn = getattr(target, "__func__", target)
+        receiver = info.extra.get("self") is not None
+        offset = 1 if inspect.ismethod(target) and not receiver else 0
+        try:
+            code = fn.__code__
+            node = ast.parse(textwrap.dedent(inspect.getsource(code))).body[0]
+        except (AttributeError, OSError, TypeError, SyntaxError, IndexError):
+            return every
+    else:
+        return every
+    if not isinstance(node, ast.FunctionDef):
+        return every
+    params = [a.arg for a in node.args.args]
+    changed = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+            changed.add(sub.target.id)
+        out = isinstance(sub, ast.keyword) and sub.arg == "out"
+        if out and isinstance(sub.value, ast.Name):
+            changed.add(sub.value.id)
+    return {i - offset for i, p in enumerate(params) if p in changed}
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)
+
+
+def _blocks(node: ast.AST):
+    for n in ast.walk(node):
+        for f in ("body", "orelse", "finalbody"):
+            body = getattr(n, f, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                yield body
+
+
+def _new_array(value: ast.expr) -> bool:
+    """Arithmetic, or a ufunc or NumPy function that makes a new array."""
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if not isinstance(value, ast.Call) or value.keywords:
+        return False
+    info = anno(value).get("call")
+    target = getattr(info, "target", None)
+    if getattr(info, "kind", "") != "rule":
+        return False
+    return isinstance(target, np.ufunc) or _member(target, FRESH_FUNCTIONS)
