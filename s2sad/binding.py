@@ -373,6 +373,13 @@ def tangent_like(t: Any, x: Any, where: str) -> Any:
         )
     if x is None:
         return None
+    if backend.in_namespace(x) or backend.in_namespace(t):
+        raise NonDifferentiableArgumentError(
+            f"the tangent {where} or its argument is a {_qualified_type(x)}: over "
+            "torch, CuPy and Array API arrays s2sad runs grad and value_and_grad; "
+            "jvp, hvp, vjp, hessian and jacobian are not verified there yet. Pass "
+            "NumPy arrays, or use s2sad.grad."
+        )
     if isinstance(x, dict):
         if not isinstance(t, dict) or set(t) - set(x):
             raise ValueError(

@@ -93,6 +93,15 @@ def run(fn: Any, values: list, seed: list, lib: str) -> tuple:
     token = _CURRENT.set(Context(xp, device, lib))
     try:
         return rebound(fn)(*values, *seed)
+    except TypeError as exc:  # array-api-strict: no float * bool, no flat index...
+        refused = ForeignArrayError(
+            f"{lib} refused an operation of the gradient code: {exc}. The Array "
+            "API is stricter than NumPy (no arithmetic with booleans, no implicit "
+            "conversions); this gradient (e.g. a rule written with a boolean mask, "
+            "such as relu's) is not verified on it. Pass NumPy arrays for it, or "
+            "torch tensors."
+        )
+        raise refused.with_traceback(exc.__traceback__) from None
     finally:
         _CURRENT.reset(token)
 
@@ -199,6 +208,11 @@ def translate(value: Any) -> Any:
                 view = _ModuleView(value)
             view = _STAND_INS.setdefault(value, view)
         return view
+    if type(value) is dict and "__name__" in value:  # a module's globals (checks)
+        view = _STAND_INS.get(id(value))
+        if view is None:
+            view = _STAND_INS.setdefault(id(value), _GlobalsView(value))
+        return view
     if isinstance(value, types.FunctionType) and "_s2sad_lines" in value.__globals__:
         return rebound(value)  # another emitted module (a callee's gradient)
     module = getattr(value, "__module__", None) or ""
@@ -234,6 +248,22 @@ class _ModuleView:
 
     def __repr__(self) -> str:
         return f"<{self._module.__name__} on the Array API path>"
+
+
+class _GlobalsView:
+    """A module's globals dict seen from the namespace path (entries translated)."""
+
+    def __init__(self, globs: dict):
+        self._globals = globs
+
+    def __getitem__(self, name: str) -> Any:
+        return translate(self._globals[name])
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return translate(self._globals[name]) if name in self._globals else default
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._globals
 
 
 class _Refused:
@@ -465,6 +495,8 @@ class _Namespace:
             return CONSTANTS[name]
         if name in _DTYPES:
             return getattr(current().xp, name)
+        if isinstance(getattr(np, name, None), types.ModuleType):
+            return translate(getattr(np, name))  # np.linalg...: refused per function
         raise refuse(f"numpy.{name}")
 
     def __repr__(self) -> str:

@@ -330,8 +330,13 @@ def _place(g: Any, x: Any, idx: Any) -> Any:
 
 
 def d_getitem(g, ans, x, idx, *, into=None):
-    if isinstance(x, (list, tuple, dict)):
-        raise refuse("the gradient of indexing a list of arrays")
+    if isinstance(x, (list, tuple, dict)):  # params["W"]: no arrays involved
+        if isinstance(idx, slice) and not isinstance(x, dict):
+            raise refuse("the gradient of slicing a list of arrays")
+        ct = {idx: g} if isinstance(x, dict) else [None] * len(x)
+        if not isinstance(x, dict):
+            ct[idx] = g
+        return (ct, None)
     return (_place(_as_float(g, x), x, idx), None)
 
 
@@ -415,8 +420,39 @@ def _globals_changed(name: str) -> None:
     globals_changed(name)
 
 
+def _same_code(fn: Any) -> Any:
+    """The NumPy rule ``fn`` itself, its ``np`` being the namespace path's: for
+    rules written with verified NumPy functions and operators only."""
+    import types
+
+    from s2sad.runtime.arrayapi import NP
+
+    rebound = types.FunctionType(
+        fn.__code__, {**fn.__globals__, "np": NP}, fn.__name__, fn.__defaults__
+    )
+    return rebound
+
+
+def _activations() -> dict:
+    from s2sad.runtime import activations as a
+
+    return {
+        f"s2sad.runtime.activations.{f.__name__}": _same_code(f)
+        for f in (a.relu, a.sigmoid, a.d_sigmoid)
+    }
+
+
+def d_relu(g, ans, x):
+    """activations.d_relu: ``g * (ans > 0)``, the mask as g's float dtype (the
+    Array API multiplies no booleans)."""
+    g = _as_float(g, ans)
+    return (g * current().xp.astype(ans > 0, g.dtype),)
+
+
 #: the NumPy rules' qualified names -> their versions here (the allow-list)
 RULES: dict = {
+    **_activations(),
+    "s2sad.runtime.activations.d_relu": d_relu,
     "s2sad.runtime.support.globals_changed": _globals_changed,
     **{
         f"s2sad.runtime.support.{f.__name__}": f
