@@ -91,19 +91,44 @@ def run(fn: Any, values: list, seed: list, lib: str) -> tuple:
     xp = array_api_compat.array_namespace(*arrays)
     device = array_api_compat.device(arrays[0])
     token = _CURRENT.set(Context(xp, device, lib))
+    # a NumPy function passed as an argument (activation=np.tanh): the verified one
+    values = [translate(v) if _numpy_function(v) else v for v in values]
     try:
         return rebound(fn)(*values, *seed)
-    except TypeError as exc:  # array-api-strict: no float * bool, no flat index...
+    except (TypeError, IndexError, AttributeError, RuntimeError, ValueError) as exc:
+        if not isinstance(exc, TypeError) and not _from_library(exc):
+            raise  # the user's own error
         refused = ForeignArrayError(
-            f"{lib} refused an operation of the gradient code: {exc}. The Array "
-            "API is stricter than NumPy (no arithmetic with booleans, no implicit "
-            "conversions); this gradient (e.g. a rule written with a boolean mask, "
-            "such as relu's) is not verified on it. Pass NumPy arrays for it, or "
-            "torch tensors."
+            f"{lib} refused an operation of the gradient code "
+            f"({type(exc).__name__}: {exc}). {lib} is stricter than NumPy (the "
+            "Array API has no arithmetic with booleans, no flat or list indexing, "
+            "no array methods, no conversion to NumPy off the CPU); this step is "
+            f"not verified on {lib}. Write it with verified functions (e.g. "
+            "np.sum(x) for x.sum()), or pass NumPy arrays."
         )
         raise refused.with_traceback(exc.__traceback__) from None
     finally:
         _CURRENT.reset(token)
+
+
+def _from_library(exc: BaseException) -> bool:
+    """Whether an array library raised ``exc`` (its code, or a missing method)."""
+    if isinstance(exc, AttributeError) and library(getattr(exc, "obj", None)):
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    module = tb.tb_frame.f_globals.get("__name__", "")
+    return module.partition(".")[0] in (*NAMESPACE_LIBRARIES, "array_api_compat")
+
+
+def _numpy_function(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    return (
+        callable(value) and module.startswith("numpy") and not hasattr(value, "shape")
+    )
 
 
 def _arrays_in(value: Any, found: list) -> None:
@@ -355,7 +380,7 @@ def _reduction(name: str, xp_name: str | None = None) -> Any:
 
 def where(condition: Any, x: Any, y: Any, /) -> Any:
     x, y = _pair(x, y)
-    return current().xp.where(condition, x, y)
+    return current().xp.where(scalar(condition), x, y)
 
 
 def transpose(a: Any, axes: Any = None) -> Any:

@@ -341,7 +341,70 @@ def d_getitem(g, ans, x, idx, *, into=None):
 
 
 def add_at_index(acc, g, x, idx, *, out=None):
-    return accumulate(acc, _place(_as_float(g, x), x, idx))
+    return accumulate(acc, d_getitem(g, None, x, idx)[0])
+
+
+# ---------------------------------------------------------------- Python's containers
+
+
+def _entries_like(cts: list, seq: Any) -> Any:
+    """pyfuncs._entries_like: a list's entries, or an array's rows stacked (zeros
+    for None and for rows past the end)."""
+    if not _is_array(seq):
+        return list(cts) + [None] * (len(seq) - len(cts))
+    xp, device = current().xp, current().device
+    dtype = _float_dtype(seq)
+    zero = xp.zeros(tuple(seq.shape[1:]), dtype=dtype, device=device)
+    rows = [zero if c is None else _as_float(c, seq) for c in cts]
+    rows += [zero] * (seq.shape[0] - len(rows))
+    return xp.stack(rows) if rows else xp.zeros_like(seq, dtype=dtype)
+
+
+def d_list(g, ans, iterable=()):
+    return (_entries_like(list(g), iterable),)
+
+
+def d_zip(g, ans, *iterables, strict=False):
+    return tuple(
+        _entries_like([None if p is None else p[k] for p in g], seq)
+        for k, seq in enumerate(iterables)
+    )
+
+
+def d_enumerate(g, ans, iterable, start=0):
+    return (_entries_like([None if p is None else p[1] for p in g], iterable), None)
+
+
+def d_reversed(g, ans, seq):
+    return (_entries_like(list(g)[::-1], seq),)
+
+
+def d_builtin_sum(g, ans, iterable, start=0):
+    """Python's sum: each entry (an array's rows too) gets g, summed back."""
+    if _is_array(iterable):
+        row = unbroadcast(g, iterable[0, ...])
+        return (
+            current().xp.broadcast_to(row, tuple(iterable.shape)),
+            unbroadcast(g, start),
+        )
+    return ([unbroadcast(g, x) for x in iterable], unbroadcast(g, start))
+
+
+def copy_item(container: Any, index: Any) -> Any:
+    """support.copy_item: ``container[index]`` before it is overwritten."""
+    from s2sad.runtime.support import MISSING
+
+    if isinstance(container, dict) and index not in container:
+        return MISSING
+    item = container[index]
+    return current().xp.asarray(item, copy=True) if _is_array(item) else item
+
+
+def store_attribute(obj: Any, attr: str, value: Any) -> None:
+    """objects.store_attribute: ``setattr``, arrays copied."""
+    if _is_array(value):
+        value = current().xp.asarray(value, copy=True)
+    setattr(obj, attr, value)
 
 
 # ---------------------------------------------------------------- joining
@@ -449,9 +512,32 @@ def d_relu(g, ans, x):
     return (g * current().xp.astype(ans > 0, g.dtype),)
 
 
+def _pure_python() -> dict:
+    """Rules that only move Python containers (no array function): as they are."""
+    from s2sad.runtime import pyfuncs, support
+
+    same = {
+        "s2sad.runtime.support.split_last": support.split_last,
+        "s2sad.runtime.support.pad": support.pad,
+        "s2sad.runtime.support.item_of": support.item_of,
+        "s2sad.runtime.pyfuncs.d_dict": pyfuncs.d_dict,
+    }
+    own = {
+        f"s2sad.runtime.pyfuncs.{f.__name__}": f
+        for f in (d_list, d_zip, d_enumerate, d_reversed, d_builtin_sum)
+    }
+    return {
+        **same,
+        **own,
+        "s2sad.runtime.support.copy_item": copy_item,
+        "s2sad.runtime.objects.store_attribute": store_attribute,
+    }
+
+
 #: the NumPy rules' qualified names -> their versions here (the allow-list)
 RULES: dict = {
     **_activations(),
+    **_pure_python(),
     "s2sad.runtime.activations.d_relu": d_relu,
     "s2sad.runtime.support.globals_changed": _globals_changed,
     **{

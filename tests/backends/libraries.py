@@ -84,7 +84,8 @@ def convert(value: Any, lib: Library) -> Any:
     if isinstance(value, dict):
         return {k: convert(v, lib) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(convert(v, lib) for v in value)
+        items = [convert(v, lib) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     return value
 
 
@@ -118,5 +119,6 @@ def _same_tree(got: Any, want: Any, lib: Library, rtol: float) -> None:
         assert array_api_compat.device(got) == lib.device
         assert tuple(got.shape) == want.shape
         np.testing.assert_allclose(lib.back(got), want, rtol=rtol, atol=1e-13)
-    else:  # a Python float parameter: a 0-d array of the library
-        np.testing.assert_allclose(lib.back(got), want, rtol=rtol, atol=1e-13)
+    else:  # a Python float parameter: a 0-d array of the library (or a float)
+        value = got if isinstance(got, float) else lib.back(got)
+        np.testing.assert_allclose(value, want, rtol=rtol, atol=1e-13)
