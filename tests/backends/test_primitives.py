@@ -27,8 +27,21 @@ def math_functions(x, y):
     ) + np.sum(np.sqrt(y) + np.abs(x))
 
 
+def more_math(x, y):
+    a = np.log1p(y) + np.expm1(x) * np.sign(x) + np.square(x - y)
+    return np.sum(a * nn.sigmoid(x * y))
+
+
 def maximum(x, y):
     return np.sum(np.maximum(x, y) ** 2) + np.sum(np.maximum(x, 0.1) * y)
+
+
+def minimum(x, y):
+    return np.sum(np.minimum(x, y) ** 2) + np.sum(np.min(x * y, axis=0) ** 2)
+
+
+def batched(A, B):
+    return np.sum(np.tanh(A @ B)) + np.sum(np.zeros_like(A) + np.ones_like(A) * A)
 
 
 def reductions(x, y):
@@ -83,7 +96,10 @@ PRIMITIVES = {
         (1,),
     ),
     "math": (math_functions, [[(5,), (5,)], [(2, 3), (3,)], [(3, 1), (1, 4)]], (1,)),
+    "more_math": (more_math, [[(5,), (5,)], [(2, 3), (3,)]], (1,)),
     "maximum": (maximum, [[(6,), (6,)], [(3, 4), (4,)]], ()),
+    "minimum": (minimum, [[(6,), (6,)], [(3, 4), (4,)]], ()),
+    "batched_matmul": (batched, [[(2, 3, 4), (4, 2)], [(3, 2, 2), (2, 2)]], ()),
     "reductions": (
         reductions,
         [[(3, 4), (3, 4)], [(3, 4), (1, 4)], [(2, 3, 4), (3, 4)]],
