@@ -162,3 +162,12 @@ def test_float64_is_the_default_for_new_arrays(lib):
         return np.sum(np.concatenate([x, z], axis=0) ** 2) + np.sum(np.ones(3) * 2.0)
 
     check_against_numpy(lib, padded, [np.arange(6.0).reshape(3, 2) / 5])
+
+
+def test_float32_arguments_give_float32_gradients(lib):
+    def loss(w, X):
+        return np.mean(np.tanh(X @ w) ** 2)
+
+    w = np.linspace(-1, 1, 3).astype(np.float32)
+    X = (np.arange(12.0).reshape(4, 3) / 10).astype(np.float32)
+    check_against_numpy(lib, loss, [w, X], rtol=1e-6)

@@ -106,7 +106,14 @@ def test_unverified_library_is_refused_naming_the_argument():
     assert "argument 1" in message and "not verified" in message and "torch" in message
 
 
-def test_numpy_arguments_still_take_numpy_code():
+def test_numpy_arguments_still_take_numpy_code(monkeypatch):
+    """NumPy calls never reach the Array API path (its entry would raise)."""
+    from s2sad.runtime import arrayapi
+
+    def never(*args, **kwargs):
+        raise AssertionError("a NumPy call took the Array API path")
+
+    monkeypatch.setattr(arrayapi, "run", never)
     w, X = np.array([0.3, -0.2]), np.arange(6.0).reshape(3, 2) / 6
     want = X.T @ (1 - np.tanh(X @ w) ** 2)
     np.testing.assert_allclose(s2sad.grad(loss)(w, X), want, rtol=1e-12)
