@@ -29,11 +29,12 @@ import numpy as np
 from s2sad.errors import ForeignArrayError
 from s2sad.runtime import arrayapi_joining
 from s2sad.runtime.arrayapi_numpy import (
-    _CURRENT,
     FUNCTIONS,
     NP,
     Context,
     Refused,
+    enter,
+    leave,
     refuse,
 )
 
@@ -62,7 +63,7 @@ def run(fn: Any, values: list, seed: list, lib: str) -> tuple:
     _check_one_library(arrays, lib)
     xp = array_api_compat.array_namespace(*arrays)
     device = array_api_compat.device(arrays[0])
-    token = _CURRENT.set(Context(xp, device, lib))
+    token = enter(Context(xp, device, lib))
     # a NumPy function passed as an argument (activation=np.tanh): the verified one
     values = [translate(v) if _numpy_function(v) else v for v in values]
     try:
@@ -80,7 +81,7 @@ def run(fn: Any, values: list, seed: list, lib: str) -> tuple:
         )
         raise refused.with_traceback(exc.__traceback__) from None
     finally:
-        _CURRENT.reset(token)
+        leave(token)
 
 
 def _from_library(exc: BaseException) -> bool:

@@ -16,10 +16,10 @@ from typing import Any
 from s2sad.runtime import arrayapi_rules as base
 from s2sad.runtime.arrayapi_numpy import NP, current, refuse
 from s2sad.runtime.arrayapi_rules import (
-    _as_float,
-    _float_dtype,
-    _is_array,
     accumulate,
+    as_float,
+    float_dtype,
+    is_array,
     unbroadcast,
 )
 
@@ -51,7 +51,7 @@ def _place(g: Any, x: Any, idx: Any) -> Any:
             f"the gradient of indexing by {idx!r}",
             "Index by ints and slices of step 1 (no arrays, masks, None or steps).",
         )
-    dtype = _float_dtype(x)
+    dtype = float_dtype(x)
     ct = xp.astype(g, dtype) if g.dtype != dtype else g
     for axis, p in enumerate(parts):
         n = x.shape[axis]
@@ -81,7 +81,7 @@ def d_getitem(g, ans, x, idx, *, into=None):
         if not isinstance(x, dict):
             ct[idx] = g
         return (ct, None)
-    return (_place(_as_float(g, x), x, idx), None)
+    return (_place(as_float(g, x), x, idx), None)
 
 
 def add_at_index(acc, g, x, idx, *, out=None):
@@ -94,12 +94,12 @@ def add_at_index(acc, g, x, idx, *, out=None):
 def _entries_like(cts: list, seq: Any) -> Any:
     """pyfuncs._entries_like: a list's entries, or an array's rows stacked (zeros
     for None and for rows past the end)."""
-    if not _is_array(seq):
+    if not is_array(seq):
         return list(cts) + [None] * (len(seq) - len(cts))
     xp, device = current().xp, current().device
-    dtype = _float_dtype(seq)
+    dtype = float_dtype(seq)
     zero = xp.zeros(tuple(seq.shape[1:]), dtype=dtype, device=device)
-    rows = [zero if c is None else _as_float(c, seq) for c in cts]
+    rows = [zero if c is None else as_float(c, seq) for c in cts]
     rows += [zero] * (seq.shape[0] - len(rows))
     return xp.stack(rows) if rows else xp.zeros_like(seq, dtype=dtype)
 
@@ -125,7 +125,7 @@ def d_reversed(g, ans, seq):
 
 def d_builtin_sum(g, ans, iterable, start=0):
     """Python's sum: each entry (an array's rows too) gets g, summed back."""
-    if _is_array(iterable):
+    if is_array(iterable):
         row = unbroadcast(g, iterable[0, ...])
         return (
             current().xp.broadcast_to(row, tuple(iterable.shape)),
@@ -141,12 +141,12 @@ def copy_item(container: Any, index: Any) -> Any:
     if isinstance(container, dict) and index not in container:
         return missing
     item = container[index]
-    return current().xp.asarray(item, copy=True) if _is_array(item) else item
+    return current().xp.asarray(item, copy=True) if is_array(item) else item
 
 
 def store_attribute(obj: Any, attr: str, value: Any) -> None:
     """objects.store_attribute: ``setattr``, arrays copied."""
-    if _is_array(value):
+    if is_array(value):
         value = current().xp.asarray(value, copy=True)
     setattr(obj, attr, value)
 
@@ -218,7 +218,7 @@ def d_softmax_cross_entropy(g, ans, logits, labels, *, into=None):
     count = 1
     for n in labels.shape:
         count *= n
-    return (p * (_as_float(g, logits) / max(count, 1)), None)
+    return (p * (as_float(g, logits) / max(count, 1)), None)
 
 
 # ---------------------------------------------------------------- the allow-list

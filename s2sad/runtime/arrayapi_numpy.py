@@ -33,6 +33,15 @@ _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
 )
 
 
+def enter(ctx: Context) -> contextvars.Token:
+    """Make ``ctx`` the running call's namespace (undo with :func:`leave`)."""
+    return _CURRENT.set(ctx)
+
+
+def leave(token: contextvars.Token) -> None:
+    _CURRENT.reset(token)
+
+
 def current() -> Context:
     """The running call's namespace (only inside :func:`run`)."""
     ctx = _CURRENT.get()

@@ -17,26 +17,26 @@ from s2sad.runtime import pytrees
 from s2sad.runtime.arrayapi_numpy import current, refuse, scalar
 
 
-def _is_array(x: Any) -> bool:
+def is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def _float_dtype(x: Any) -> Any:
+def float_dtype(x: Any) -> Any:
     """x's dtype when it is a float array; float64 otherwise (NumPy's default)."""
     xp = current().xp
-    if _is_array(x) and xp.isdtype(x.dtype, "real floating"):
+    if is_array(x) and xp.isdtype(x.dtype, "real floating"):
         return x.dtype
     return xp.float64
 
 
 def _shape(x: Any) -> tuple:
-    return tuple(x.shape) if _is_array(x) else ()
+    return tuple(x.shape) if is_array(x) else ()
 
 
-def _as_float(g: Any, x: Any) -> Any:
+def as_float(g: Any, x: Any) -> Any:
     """``g`` as an array of x's float dtype (Python numbers too)."""
     xp = current().xp
-    dtype = _float_dtype(x)
+    dtype = float_dtype(x)
     g = scalar(g, None)
     if not xp.isdtype(g.dtype, "real floating") or g.dtype != dtype:
         g = xp.astype(g, dtype)
@@ -57,10 +57,10 @@ def unbroadcast(g: Any, like: Any, out: Any = None) -> Any:
     """support.unbroadcast: ``g`` summed and cast to ``like``'s shape and dtype."""
     if g is None or isinstance(like, (list, tuple, dict)):
         return g
-    if not _is_array(like) and not _is_array(g):
+    if not is_array(like) and not is_array(g):
         return g  # two Python numbers
     xp = current().xp
-    g = _as_float(g, like)
+    g = as_float(g, like)
     shape = _shape(like)
     if tuple(g.shape) != shape:
         g = _sum_to(g, shape)
@@ -95,8 +95,8 @@ def zeros_like(x: Any) -> Any:
         return {k: zeros_like(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return type(x)(zeros_like(v) for v in x)
-    if _is_array(x):
-        return current().xp.zeros_like(x, dtype=_float_dtype(x))
+    if is_array(x):
+        return current().xp.zeros_like(x, dtype=float_dtype(x))
     return 0.0
 
 
@@ -120,8 +120,8 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
         return {k: finalize(g.get(k), v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return type(x)(finalize(gi, xi) for gi, xi in zip(g, x))
-    if not _is_array(x):
-        return g if not _is_array(g) else unbroadcast(g, scalar(0.0))
+    if not is_array(x):
+        return g if not is_array(g) else unbroadcast(g, scalar(0.0))
     return current().xp.asarray(unbroadcast(g, x), copy=True)
 
 
@@ -138,7 +138,7 @@ def _axes(ndim: int, axis: Any) -> tuple:
 def _expand(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     """``g`` with the reduced axes put back (size 1), to broadcast against x."""
     xp = current().xp
-    g = _as_float(g, x)
+    g = as_float(g, x)
     if keepdims or axis is None:
         return xp.reshape(g, (1,) * x.ndim) if axis is None and x.ndim else g
     for a in _axes(x.ndim, axis):
@@ -176,7 +176,7 @@ def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs
     xp = current().xp
     x = scalar(x)
     full = _expand(ans, x, axis, True if axis is None else keepdims)
-    mask = xp.astype(x == full, _float_dtype(x))
+    mask = xp.astype(x == full, float_dtype(x))
     ties = xp.sum(mask, axis=_axes(x.ndim, axis), keepdims=True)
     return (_expand(g, x, axis, keepdims) * mask / ties,)
 
@@ -188,7 +188,7 @@ def _share(g: Any, x: Any, y: Any, wins: Any) -> Any:
     """x's share in maximum/minimum: g where x wins, g / 2 on ties."""
     xp = current().xp
     x, y = scalar(x, y), scalar(y, x)
-    dtype = _float_dtype(x)
+    dtype = float_dtype(x)
     weight = xp.astype(wins(x, y), dtype) + 0.5 * xp.astype(x == y, dtype)
     return unbroadcast(g * weight, x)
 
@@ -283,5 +283,5 @@ def d_transpose(g, ans, x, *axes, **kwargs):
 def d_relu(g, ans, x):
     """activations.d_relu: ``g * (ans > 0)``, the mask as g's float dtype (the
     Array API multiplies no booleans)."""
-    g = _as_float(g, ans)
+    g = as_float(g, ans)
     return (g * current().xp.astype(ans > 0, g.dtype),)
