@@ -1,17 +1,18 @@
-"""Gradients over torch, CuPy and Array API arrays: the emitted code, run in their namespace.
+"""Gradients over torch, CuPy and Array API arrays: the emitted code, in their namespace.
 
 A call of ``s2sad.grad`` whose arguments hold arrays of one of
 :data:`NAMESPACE_LIBRARIES` (parameters and data in that one library, on one
 device) takes the plain path (no workspace) and runs *the same emitted code*
-as a NumPy call, with other globals (:func:`run`):
+as a NumPy call, with other globals (:func:`run`, :func:`translate`):
 
-* ``np`` (any name bound to NumPy) is :data:`NP`, an object that maps the
-  NumPy functions of the verified subset (:data:`FUNCTIONS`) onto the array's
+* ``np`` (any name bound to NumPy) is :data:`~s2sad.runtime.arrayapi_numpy.NP`,
+  which maps the NumPy functions of the verified subset onto the arrays'
   namespace (``array_api_compat.array_namespace``): new arrays are created on
   the arguments' device, float64 by default as in NumPy;
-* each runtime rule is its Array API version from
-  :mod:`s2sad.runtime.arrayapi_rules`, which builds cotangents without writing
-  into any array (torch and Array API arrays may be immutable);
+* each runtime rule is its Array API version, from
+  :mod:`~s2sad.runtime.arrayapi_rules` and :mod:`~s2sad.runtime.arrayapi_joining`
+  (the allow-list, ``RULES``), which build cotangents without writing into any
+  array (torch and Array API arrays may be immutable);
 * every other NumPy function and rule raises a ForeignArrayError naming it
   (and, through ``s2sad.locate``, the user's line): not verified means refused.
 
