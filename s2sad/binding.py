@@ -235,6 +235,14 @@ def check_differentiable(
     elif backend.in_namespace(value):  # torch, CuPy, Array API: float arrays
         import array_api_compat
 
+        if what != "gradients":  # jvp, vjp, hvp, jacobians: not verified
+            raise NonDifferentiableArgumentError(
+                f"{where} is a {_qualified_type(value)}: over torch, CuPy and "
+                "Array API arrays s2sad runs grad and value_and_grad; jvp, hvp, "
+                "vjp, hessian and jacobian are not verified there yet. Pass NumPy "
+                "arrays, or use s2sad.grad."
+            )
+
         xp = array_api_compat.array_namespace(value)
         if not xp.isdtype(value.dtype, "real floating"):
             raise NonDifferentiableArgumentError(

@@ -91,10 +91,20 @@ def test_integer_parameter_is_refused(lib):
         s2sad.grad(loss)(w, lib.to(np.ones((3, 2))))
 
 
-def test_forward_mode_is_refused(lib):
+def tanh_sum(v):
+    return np.sum(np.tanh(v))
+
+
+def test_forward_mode_vjp_and_second_order_are_refused(lib):
     x = lib.to(np.ones(2))
-    with pytest.raises(NonDifferentiableArgumentError, match="jvp, hvp, vjp"):
-        s2sad.jvp(lambda v: np.sum(np.tanh(v)), (x,), (x,))
+    for call in (
+        lambda: s2sad.jvp(tanh_sum, (x,), (x,)),
+        lambda: s2sad.vjp(tanh_sum, x),
+        lambda: s2sad.hessian(tanh_sum)(x),
+        lambda: s2sad.hvp(tanh_sum)(x, x),
+    ):
+        with pytest.raises(NonDifferentiableArgumentError, match="jvp, hvp, vjp"):
+            call()
 
 
 def test_unverified_library_is_refused_naming_the_argument():
