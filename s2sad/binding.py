@@ -215,11 +215,22 @@ def _unguarded(value: Any, i: int) -> str:
             "hessian and jacobian are not verified there yet. Pass NumPy arrays "
             "(e.g. x.compute() for a sample), or use s2sad.grad."
         )
+    if backend.in_namespace(value):
+        raise NonDifferentiableArgumentError(
+            f"argument {i} is a {_qualified_type(value)}: over torch, CuPy and "
+            "Array API arrays s2sad runs grad and value_and_grad (in the array's "
+            "namespace); jvp, hvp, vjp, hessian and jacobian are not verified there "
+            "yet. Pass NumPy arrays, or use s2sad.grad."
+        )
     if _unverified_array(value):
         raise NonDifferentiableArgumentError(
             _unverified_message(f"argument {i}", value)
         )
     return _type_name(value)
+
+
+def _qualified_type(value: Any) -> str:
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 # ---------------------------------------------------------------- checks
@@ -253,6 +264,24 @@ def check_differentiable(
                 f"{where} is a Dask array of dtype {value.dtype}: {what} are defined "
                 "for float arrays only. Convert it with .astype(np.float64), or "
                 "leave it out of argnums."
+            )
+    elif backend.in_namespace(value):  # torch, CuPy, Array API: float arrays
+        import array_api_compat
+
+        if what != "gradients":  # jvp, vjp, hvp, jacobians: not verified
+            raise NonDifferentiableArgumentError(
+                f"{where} is a {_qualified_type(value)}: over torch, CuPy and "
+                "Array API arrays s2sad runs grad and value_and_grad; jvp, hvp, "
+                "vjp, hessian and jacobian are not verified there yet. Pass NumPy "
+                "arrays, or use s2sad.grad."
+            )
+
+        xp = array_api_compat.array_namespace(value)
+        if not xp.isdtype(value.dtype, "real floating"):
+            raise NonDifferentiableArgumentError(
+                f"{where} is a {_qualified_type(value)} of dtype {value.dtype}: "
+                f"{what} are defined for real float arrays only. Convert it to "
+                "float64, or leave it out of argnums."
             )
     elif _unverified_array(value):
         raise NonDifferentiableArgumentError(_unverified_message(where, value))
@@ -293,16 +322,17 @@ def _unverified_array(value: Any) -> bool:
     libraries: they speak DLPack or the Array API); Dask's is verified."""
     t = type(value)
     return (hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")) and not (
-        isinstance(value, (np.ndarray, np.generic)) or backend.is_foreign(value)
+        isinstance(value, (np.ndarray, np.generic)) or backend.library(value)
     )
 
 
 def _unverified_message(where: str, value: Any) -> str:
     return (
         f"{where} is a {type(value).__module__}.{type(value).__qualname__}: s2sad "
-        "runs gradients over NumPy arrays, and over "
-        f"{', '.join(backend.VERIFIED)} arrays with NumPy parameters (the libraries "
-        "its tests check against NumPy); other array libraries are not verified "
+        "runs gradients over NumPy arrays, over Dask arrays with NumPy parameters, "
+        "and over torch, CuPy and array-api-strict arrays with parameters and data "
+        f"in one library ({', '.join(backend.VERIFIED)}: the libraries its tests "
+        "check against NumPy); other array libraries are not verified "
         "yet, and are refused rather than risk a silent difference. Convert it to "
         "NumPy (np.asarray(x), or x.numpy() for torch)."
     )
@@ -384,6 +414,13 @@ def tangent_like(t: Any, x: Any, where: str) -> Any:
         )
     if x is None:
         return None
+    if backend.in_namespace(x) or backend.in_namespace(t):
+        raise NonDifferentiableArgumentError(
+            f"the tangent {where} or its argument is a {_qualified_type(x)}: over "
+            "torch, CuPy and Array API arrays s2sad runs grad and value_and_grad; "
+            "jvp, hvp, vjp, hessian and jacobian are not verified there yet. Pass "
+            "NumPy arrays, or use s2sad.grad."
+        )
     if isinstance(x, dict):
         if not isinstance(t, dict) or set(t) - set(x):
             raise ValueError(

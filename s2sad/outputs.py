@@ -9,6 +9,7 @@ container); a failure caused by the output's structure is said as such
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,8 @@ def check_scalar(gf: Any, value: Any) -> None:
     """Refuse a differentiated output that is not a scalar, saying what to do."""
     if isinstance(value, (tuple, list, dict)):
         raise NonScalarOutputError(container_message(gf, value))
-    size = value.size if hasattr(value, "size") else np.size(value)  # Dask: no compute
+    # Dask: no compute; torch: size is a method
+    size = math.prod(value.shape) if hasattr(value, "shape") else np.size(value)
     if not (type(value) is float or size == 1):
         raise NonScalarOutputError(
             f"{_name(gf)} returned a value of shape {np.shape(value)}; grad needs "

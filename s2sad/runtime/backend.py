@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import ForeignArrayError
+from s2sad.runtime import arrayapi
 
 #: the array libraries whose gradients are checked against NumPy's in the tests
-VERIFIED = ("dask",)
+VERIFIED = ("dask", *arrayapi.NAMESPACE_LIBRARIES)
 
 #: inside a foreign call: the library's name; None outside
 _ACTIVE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -53,18 +54,26 @@ _ALLOW_PULLS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def library(x: Any) -> str | None:
-    """``"dask"`` for a Dask array, None for NumPy and everything else."""
+    """``"dask"`` for a Dask array, the library's name for a torch, CuPy or
+    array-api-strict array (:mod:`s2sad.runtime.arrayapi`), None for NumPy and
+    everything else."""
     t = type(x)
     if t is np.ndarray or t is float or t is int:
         return None
     if t.__module__.startswith("dask.") and hasattr(t, "__dask_graph__"):
         return "dask"
-    return None
+    return arrayapi.library(x)
 
 
 def is_foreign(x: Any) -> bool:
-    """Whether ``x`` is an array of a verified foreign library (not NumPy)."""
-    return library(x) is not None
+    """Whether ``x`` is a Dask array (NumPy's functions dispatch on it: the
+    rules' own Dask branches); the namespace libraries never reach the rules."""
+    return library(x) == "dask"
+
+
+def in_namespace(x: Any) -> bool:
+    """Whether ``x`` is a torch, CuPy or array-api-strict array."""
+    return library(x) in arrayapi.NAMESPACE_LIBRARIES
 
 
 def foreign_in(values: Any) -> str | None:
@@ -88,7 +97,7 @@ def any_foreign(*xs: Any) -> bool:
     """Whether any of ``xs`` is a foreign array (NumPy arrays: decided at once)."""
     for x in xs:
         t = type(x)
-        if t is not np.ndarray and t is not float and library(x) is not None:
+        if t is not np.ndarray and t is not float and library(x) == "dask":
             return True
     return False
 
@@ -258,6 +267,8 @@ def run(fn: Any, values: list, seed: list, argnums: tuple) -> tuple:
     lib = foreign_in(values)
     if lib is None:
         return fn(*values, *seed)
+    if lib != "dask":  # torch, CuPy, Array API: the code in their namespace
+        return arrayapi.run(fn, values, seed, lib)
     with guard(lib):
         value, grads = fn(*values, *seed)
         params = tuple(values[i] for i in argnums)
