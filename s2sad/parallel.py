@@ -11,7 +11,10 @@ Dask is imported here, lazily; the compiler and the rules never see it.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import linecache
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -94,7 +97,7 @@ class DataParallel:
         for i in self.batch:
             shared[i] = None
         shared = dask.delayed(tuple, pure=True)(shared)
-        spec = (self.loss, self.argnums)
+        spec = LossSpec(self.loss, self.argnums)
         parts = []
         for k, n in enumerate(rows):
             weight = n / total if self.reduce == "mean" else 1.0
@@ -192,26 +195,81 @@ def _positions(batch_argnums: Any) -> tuple:
 
 # ---------------------------------------------------------------- on the workers
 
-#: per process: (module, qualname, code, argnums) -> s2sad.value_and_grad
+#: per process: LossSpec.key -> s2sad.value_and_grad
 _GRADIENTS: dict = {}
 
 
-def _block_gradient(spec: tuple, shared: tuple, batch: tuple, block: list, w: float):
-    """``value_and_grad`` of the loss on one row block, times the block's weight."""
-    loss, argnums = spec
-    code = getattr(loss, "__code__", None)
-    key = (getattr(loss, "__module__", None), loss.__qualname__, code, argnums)
-    if code is None:
-        key = (loss, argnums)
-    vg = _GRADIENTS.get(key)
-    if vg is None:
-        import s2sad
+class LossSpec:
+    """The loss as the workers get it: the function (cloudpickle ships one from
+    ``__main__`` by value and names its code ``<dynamic-code>``), with the file
+    it came from and that file's text, so that a worker can read its source (and
+    that of the helpers it calls from the same file) to compile the gradient."""
 
-        vg = _GRADIENTS[key] = s2sad.value_and_grad(loss, argnums=argnums)
+    def __init__(self, loss: Callable, argnums: Any):
+        self.loss = loss
+        self.argnums = argnums
+        code = loss.__code__
+        self.filename = code.co_filename
+        self.lines = linecache.getlines(self.filename)
+        self.helpers = sorted(_same_file_helpers(loss))
+        digest = hashlib.sha256("".join(self.lines).encode()).hexdigest()
+        self.key = (loss.__module__, loss.__qualname__, self.filename, digest, argnums)
+
+    def __dask_tokenize__(self) -> Any:
+        return self.key
+
+    def gradient(self) -> Callable:
+        """``s2sad.value_and_grad`` of the loss, made once per process."""
+        vg = _GRADIENTS.get(self.key)
+        if vg is None:
+            import s2sad
+
+            if self.lines and not linecache.getlines(self.filename):
+                text = "".join(self.lines)
+                linecache.cache[self.filename] = (
+                    len(text),
+                    None,
+                    self.lines,
+                    self.filename,
+                )
+            for fn in [self.loss] + [
+                self.loss.__globals__.get(n) for n in self.helpers
+            ]:
+                if (
+                    isinstance(fn, types.FunctionType)
+                    and fn.__code__.co_filename != self.filename
+                ):
+                    fn.__code__ = fn.__code__.replace(co_filename=self.filename)
+            vg = _GRADIENTS[self.key] = s2sad.value_and_grad(
+                self.loss, argnums=self.argnums
+            )
+        return vg
+
+
+def _same_file_helpers(loss: Callable) -> set:
+    """Global functions defined in the loss's file that it (or they) call."""
+    found: set = set()
+    todo = [loss]
+    while todo:
+        fn = todo.pop()
+        for name in fn.__code__.co_names:
+            g = loss.__globals__.get(name)
+            if (
+                isinstance(g, types.FunctionType)
+                and g.__code__.co_filename == loss.__code__.co_filename
+                and name not in found
+            ):
+                found.add(name)
+                todo.append(g)
+    return found
+
+
+def _block_gradient(spec: LossSpec, shared: tuple, batch: tuple, block: list, w: float):
+    """``value_and_grad`` of the loss on one row block, times the block's weight."""
     values = list(shared)
     for i, b in zip(batch, block):
         values[i] = b
-    value, grads = vg(*values)
+    value, grads = spec.gradient()(*values)
     return _scale(value, w), _scale(grads, w)
 
 
