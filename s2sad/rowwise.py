@@ -220,6 +220,10 @@ class _Checker:
             return v if v.kind != "const" else Val("const", rank=v.rank)
         return v if v.kind in ("const", "mixed") else _mixed(node, "a logical operator")
 
+    def e_Compare(self, node: ast.Compare) -> Val:
+        vals = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+        return self.elementwise(vals, node)
+
     def e_BinOp(self, node: ast.BinOp) -> Val:
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
 
@@ -310,7 +314,7 @@ class _Checker:
                     node, "'@' of a row vector contracts the rows with a " "fixed array"
                 )
             return _mixed(node, "'@' with a parameter of unknown rank")
-        if a.kind == "row" and b.kind == "row" and a.rank == 1 and b.rank:
+        if a.kind == "row" and b.kind == "row" and a.rank == 1 and b.rank in (1, 2):
             return Val("sum", rank=b.rank - 1)  # sum over rows of a_i * b_i
         if a.kind == "const" and b.kind == "const":
             return Val("const")

@@ -59,12 +59,13 @@ def test_logistic_regression_against_finite_differences(client):
         assert g[i] == pytest.approx(fd, rel=1e-6)
 
 
-def test_mlp_matches_numpy(client, computes):
+@pytest.mark.parametrize("loss", ["mlp", "relu_net"])
+def test_mlp_matches_numpy(client, computes, loss):
     rng = np.random.default_rng(2)
     X, y = rng.normal(size=(50, 6)), rng.normal(size=50)
     params = (rng.normal(size=(6, 5)), rng.normal(size=5), rng.normal(size=(5, 1)))
     params += (rng.normal(size=1),)
-    _check(models.mlp, params, X, y, (20, 20, 10))
+    _check(getattr(models, loss), params, X, y, (20, 20, 10))
     assert computes.calls == 1
 
 
