@@ -33,6 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's s2sad
 
+__s2sad__ = ["loss"]  # `s2sad compile examples/dask_logreg.py` writes its gradient
+
 
 def loss(w, X, y, lam):
     """Mean logistic loss over rows plus (lam / 2) |w|^2; X's last column is ones."""
