@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import linecache
+import math
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -100,6 +101,8 @@ class DataParallel:
         spec = LossSpec(self.loss, self.argnums)
         parts = []
         for k, n in enumerate(rows):
+            if n == 0:  # an empty block adds nothing (its mean would be nan)
+                continue
             weight = n / total if self.reduce == "mean" else 1.0
             block = [b[k] for b in blocks]
             parts.append(
@@ -148,6 +151,11 @@ class DataParallel:
             arrays.append(a)
         rows = arrays[0].chunks[0]
         total = arrays[0].shape[0]
+        if any(math.isnan(n) for n in rows):  # Dask does not know the block sizes
+            raise ValueError(
+                f"data_parallel: the row blocks of '{names[self.batch[0]]}' have "
+                "unknown sizes; call .compute_chunk_sizes() on it first"
+            )
         for i, a in zip(self.batch, arrays):
             if a.shape[0] != total:
                 raise ValueError(

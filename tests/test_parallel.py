@@ -100,6 +100,20 @@ def test_dict_parameters_and_a_grad_only_call(client, computes):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-10)
 
 
+def test_empty_blocks_are_skipped_and_unknown_sizes_refused(client):
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    w = rng.normal(size=3)
+    want = s2sad.grad(models.squared_error_over_n)(w, X, y)
+    Xd = da.from_array(X, chunks=((8, 0, 12), (3,)))
+    yd = da.from_array(y, chunks=((8, 0, 12),))
+    f = s2sad.data_parallel(models.squared_error_over_n, (1, 2), with_value=False)
+    np.testing.assert_allclose(f(w, Xd, yd), want, rtol=1e-10)
+    Xu, yu = Xd[Xd[:, 0] > -np.inf], yd[Xd[:, 0] > -np.inf]  # nan block sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        f(w, Xu, yu)
+
+
 def test_graph_is_one_tree_reduction():
     rng = np.random.default_rng(6)
     X, y = _rows(rng.normal(size=(50, 3)), 10), _rows(rng.normal(size=50), 10)
