@@ -93,6 +93,8 @@ class DataParallel:
         self._check(values, arrays)
         rows = arrays[0].chunks[0]
         total = sum(rows)
+        if total == 0:
+            raise ValueError("data_parallel: the batch arguments have no rows")
         blocks = [a.to_delayed().ravel() for a in arrays]
         shared = list(values)
         for i in self.batch:
