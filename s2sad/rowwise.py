@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from s2sad.errors import NotRowwiseError
 from s2sad.rowcalls import (
     CONST,
@@ -168,7 +170,7 @@ class _Checker:
             )
         for _ in range(4):  # to a fixed point of the kinds
             before = dict(self.names)
-            self.names[stmt.target.id] = CONST
+            self.names[stmt.target.id] = INDEX if _is_range(stmt.iter) else CONST
             for s in stmt.body:
                 if isinstance(s, (ast.Break, ast.Continue, ast.Return)):
                     return _mixed(s, "break, continue or return in a loop")
@@ -217,7 +219,12 @@ class _Checker:
     def e_UnaryOp(self, node: ast.UnaryOp) -> Val:
         v = self.expr(node.operand)
         if isinstance(node.op, (ast.USub, ast.UAdd)):
-            return v if v.kind != "const" else Val("const", rank=v.rank)
+            if v.kind != "const":
+                return v
+            obj = None
+            if isinstance(v.obj, (int, float, np.number)):
+                obj = -v.obj if isinstance(node.op, ast.USub) else v.obj
+            return Val("const", rank=v.rank, obj=obj)
         return v if v.kind in ("const", "mixed") else _mixed(node, "a logical operator")
 
     def e_Compare(self, node: ast.Compare) -> Val:
@@ -380,10 +387,10 @@ class _Checker:
                 "first, as in x[:, j])",
             )
         rank = v.rank
-        for item in items:
+        for item, val in zip(items, idx):
             if _is_none(item):
                 rank += 1
-            elif isinstance(item, ast.Constant) and isinstance(item.value, int):
+            elif val is not None and val.kind == "const" and _is_integer(val):
                 rank -= 1
             elif not (isinstance(item, ast.Slice) or _is_ellipsis(item)):
                 return _mixed(node, "fancy indexing of a row-wise value")
@@ -410,14 +417,33 @@ def _item(v: Val, idx: list, items: list) -> Val:
     rank = v.rank
     if rank is None:
         return CONST
-    for item in items:
+    for item, val in zip(items, idx):
         if _is_none(item):
             rank += 1
-        elif isinstance(item, ast.Constant) and isinstance(item.value, int):
+        elif val is not None and val.kind == "const" and _is_integer(val):
             rank -= 1
         elif not isinstance(item, ast.Slice):
             return CONST
     return Val("const", rank=rank)
+
+
+#: a loop counter over a range: a Python int
+INDEX = Val("const", rank=0, obj=0)
+
+
+def _is_range(node: Any) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+    )
+
+
+def _is_integer(v: Val) -> bool:
+    """A fixed value known to be one integer (an index that drops an axis)."""
+    return v is INDEX or (
+        isinstance(v.obj, (int, np.integer)) and not isinstance(v.obj, bool)
+    )
 
 
 def _join_rank(a: int | None, b: int | None) -> int | None:

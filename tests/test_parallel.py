@@ -88,6 +88,27 @@ def test_sums_callees_and_row_counts(client, loss, reduce):
     _check(getattr(models, loss), (rng.normal(size=3),), X, y, (11, 16, 6), reduce)
 
 
+@pytest.mark.parametrize(
+    ("loss", "reduce"), [("methods_and_axes", "mean"), ("loop_over_columns", "sum")]
+)
+def test_methods_axes_and_loops_over_columns(client, loss, reduce):
+    rng = np.random.default_rng(9)
+    X, y = rng.normal(size=(31, 3)), rng.normal(size=31)
+    _check(getattr(models, loss), (rng.normal(size=3),), X, y, (10, 10, 11), reduce)
+
+
+def test_rnn_with_a_time_loop_and_cross_entropy(client, computes):
+    """tests/fixtures/dask_models.py's RNN: a loop over time steps (columns)."""
+    from tests.fixtures import dask_models
+
+    rng = np.random.default_rng(10)
+    X, y = rng.normal(size=(26, 6)), rng.integers(0, 4, 26)
+    n = rng.normal
+    params = (n(size=(3, 5)), n(size=(5, 5)), n(size=5), n(size=(5, 4)), n(size=4))
+    _check(dask_models.rnn, params, X, y, (13, 13))
+    assert computes.calls == 1
+
+
 def test_dict_parameters_and_a_grad_only_call(client, computes):
     rng = np.random.default_rng(5)
     X, Y = rng.normal(size=(24, 3)), rng.normal(size=(24, 2))
