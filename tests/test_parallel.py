@@ -145,6 +145,22 @@ def test_graph_is_one_tree_reduction():
     assert len(blocks) == 5 and len(adds) == 4
 
 
+def _graph_bytes(rows):
+    import pickle
+
+    rng = da.random.default_rng(0)
+    X = rng.normal(size=(rows, 3), chunks=(rows // 2, 3))
+    y = rng.normal(size=rows, chunks=rows // 2)
+    f = s2sad.data_parallel(models.logreg, (2, 3), argnums=(0, 1))
+    return len(pickle.dumps(dict(f.graph(np.ones(3), 0.5, X, y).__dask_graph__())))
+
+
+def test_graph_does_not_grow_with_rows():
+    """Nothing data-sized is made here and shipped in the graph."""
+    small, large = _graph_bytes(400), _graph_bytes(4000)
+    assert large < small + 200, (small, large)
+
+
 REFUSED = [
     ("gram", "mean", "G = X.T @ X"),
     ("max_over_rows", "mean", "scale = np.max(np.abs(X), axis=0)"),
