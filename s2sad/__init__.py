@@ -31,6 +31,7 @@ __all__ = [
     "nondifferentiable",
     "allow_driver_pulls",
     "lazy_gradients",
+    "data_parallel",
     "__version__",
 ]
 
@@ -49,6 +50,7 @@ _HOMES = {
     "register_pytree": "runtime.pytrees",
     "allow_driver_pulls": "runtime.backend",
     "lazy_gradients": "runtime.backend",
+    "data_parallel": "parallel",
 }
 
 

@@ -89,6 +89,11 @@ class UnresolvedNameError(LocatedError):
     """A name or callee could not be resolved when compiling."""
 
 
+class NotRowwiseError(LocatedError):
+    """``s2sad.data_parallel`` cannot show that the loss is a sum (or a mean) over
+    the rows of its batch arguments; the problem names the line that mixes rows."""
+
+
 class AliasingError(LocatedError):
     """An array is mutated while another name still refers to (a view of) it."""
 

@@ -26,47 +26,6 @@ from s2sad.runtime import backend
 from tests.fixtures import dask_models as models
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        dashboard_address=None,
-        silence_logs=40,
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-class Computes:
-    """Counts dask.compute calls and the largest array they bring back."""
-
-    def __init__(self, monkeypatch):
-        self.calls = 0
-        self.largest = 0
-        real = dask.base.compute
-
-        def counted(*args, **kwargs):
-            self.calls += 1
-            results = real(*args, **kwargs)
-            for r in results:
-                for leaf in r if isinstance(r, (tuple, list)) else (r,):
-                    self.largest = max(self.largest, int(np.size(leaf)))
-            return results
-
-        for module in (dask, dask.base, dask.array.core):
-            monkeypatch.setattr(module, "compute", counted)
-
-
-@pytest.fixture
-def computes(monkeypatch):
-    with warnings.catch_warnings():  # Dask's NumPy fallback warns: make it fail
-        warnings.filterwarnings("error", message=".*not implemented by Dask array")
-        yield Computes(monkeypatch)
-
-
 def _chunked(a, parts=2):
     a = np.asarray(a)
     return da.from_array(a, chunks=(a.shape[0] // parts,) + a.shape[1:])
