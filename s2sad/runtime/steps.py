@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.tangents import adjoint_of_multilinear, linear
 
@@ -86,6 +85,8 @@ def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple) -> tuple
         if need[0]:
             gx[_index(axis, slice(0, m))] = np.matmul(gm, np.swapaxes(w, -1, -2))
         return gx, gw
+    from s2sad.runtime.contractions import d_matmul  # (a rule module: loaded later)
+
     for t in range(m):
         xt = x[_index(axis, t)]
         gxt, gwt = d_matmul(g[t], None, xt, w)

@@ -52,12 +52,37 @@ from s2sad.transforms.front.calls import CallInfo
 
 #: methods that change their array in place
 MUTATORS = frozenset(
-    "fill sort resize put itemset setfield partition byteswap setflags copyto "
-    "place putmask fill_diagonal at __setitem__ __iadd__".split()
+    [
+        "fill",
+        "sort",
+        "resize",
+        "put",
+        "itemset",
+        "setfield",
+        "partition",
+        "byteswap",
+        "setflags",
+        "copyto",
+        "place",
+        "putmask",
+        "fill_diagonal",
+        "at",
+        "__setitem__",
+        "__iadd__",
+    ]
 )
 #: array methods whose result is an array
 ARRAY_METHODS = frozenset(
-    "reshape transpose swapaxes astype copy ravel flatten squeeze".split()
+    [
+        "reshape",
+        "transpose",
+        "swapaxes",
+        "astype",
+        "copy",
+        "ravel",
+        "flatten",
+        "squeeze",
+    ]
 )
 
 
@@ -68,7 +93,7 @@ def run(job, module) -> None:
     counts = _store_counts(job.node)
     arrays = _known_arrays(job.node, counts)
     loads = _load_counts(job.node)
-    for block in _blocks(job.node.body):
+    for block, looped in _blocks(job.node.body, False):
         i = 0
         while i < len(block):
             stmt = block[i]
@@ -76,6 +101,10 @@ def run(job, module) -> None:
                 added = _hoist_loop(stmt, job, module, arrays, loads, stepwise_matmul)
                 block[i:i] = added
                 i += len(added)
+                for new in added:  # a local; assigned again when a loop holds this one
+                    job.norm.locals.add(new.targets[0].id)
+                    if looped:
+                        job.norm.nonsimple.add(new.targets[0].id)
             i += 1
 
 
@@ -232,9 +261,12 @@ def _known_arrays(fn: ast.FunctionDef, counts: dict) -> set[str]:
         info = anno(sub.value).get("call")
         if info is None:
             continue
-        if info.kind == "method" and info.target in ARRAY_METHODS:
-            out.add(sub.targets[0].id)
-        elif info.kind == "rule" and _numpy_function(info.target):
+        if (
+            info.kind == "method"
+            and info.target in ARRAY_METHODS
+            or info.kind == "rule"
+            and _numpy_function(info.target)
+        ):
             out.add(sub.targets[0].id)
     return out
 
@@ -268,13 +300,15 @@ def _load_counts(node) -> dict[str, int]:
     return counts
 
 
-def _blocks(body: list[ast.stmt]):
-    """Every statement list of the function (nested bodies too), outer first."""
-    yield body
+def _blocks(body: list[ast.stmt], looped: bool):
+    """Every statement list of the function (nested bodies too), outer first,
+    with whether a loop holds it."""
+    yield body, looped
     for stmt in body:
+        inside = looped or isinstance(stmt, (ast.For, ast.While))
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                yield from _blocks(inner)
+                yield from _blocks(inner, inside)
         for handler in getattr(stmt, "handlers", []) or []:
-            yield from _blocks(handler.body)
+            yield from _blocks(handler.body, inside)
