@@ -46,11 +46,26 @@ def _index(axis: int, t: Any) -> tuple:
 
 def _parts(x: Any, w: Any, axis: int, steps: Any) -> tuple:
     """(x cut to what the loop reads, how many steps, whether one product does)."""
-    x = np.asarray(x)
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
     m = _reach(steps, x.shape[axis])
     if m < x.shape[axis]:
         x = x[_index(axis, slice(0, m))]
     return x, m, np.ndim(w) == 2 and axis < x.ndim - 1
+
+
+def _to_front(a: np.ndarray, axis: int) -> np.ndarray:
+    """``np.moveaxis(a, axis, 0)`` (a view), without its argument checks."""
+    if axis == 0:
+        return a
+    return a.transpose((axis, *range(axis), *range(axis + 1, a.ndim)))
+
+
+def _from_front(a: np.ndarray, axis: int) -> np.ndarray:
+    """``np.moveaxis(a, 0, axis)`` (a view)."""
+    if axis == 0:
+        return a
+    return a.transpose((*range(1, axis + 1), 0, *range(axis + 1, a.ndim)))
 
 
 def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any) -> np.ndarray:
@@ -63,7 +78,7 @@ def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any) -> np.ndarray:
     if one:
         rows = x.reshape(-1, x.shape[-1])  # a copy only when x is cut
         prod = np.matmul(rows, w).reshape(x.shape[:-1] + (np.shape(w)[-1],))
-        return np.moveaxis(prod, axis, 0)
+        return _to_front(prod, axis)
     return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)])
 
 
@@ -78,7 +93,7 @@ def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple) -> tuple
     if need[0]:
         gx = np.zeros(np.shape(x0), dtype=np.result_type(g, w))
     if one:
-        gm = np.moveaxis(np.asarray(g), 0, axis)  # the layout of x @ w
+        gm = _from_front(np.asarray(g), axis)  # the layout of x @ w
         if need[1]:
             rows = x.reshape(-1, x.shape[-1])
             gw = np.matmul(rows.T, gm.reshape(-1, gm.shape[-1]))
