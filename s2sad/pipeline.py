@@ -2,7 +2,7 @@
 
 Both modes run the same front passes, then their own::
 
-    reverse:  validate -> desugar -> normalize -> bind -> hoist -> activity -> aliasing
+    reverse:  validate -> desugar -> normalize -> bind -> hoist -> peel -> activity -> aliasing
               -> shifts -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
               -> connect -> guards -> emit                        (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
@@ -33,7 +33,7 @@ from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
-from s2sad.transforms.front import hoist, objects, parse, prepare, shifts
+from s2sad.transforms.front import hoist, objects, parse, peel, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
 
@@ -52,6 +52,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("bind", prepare.bind_statics, BOTH),
     ("objects", objects.run, BOTH),
     ("hoist", hoist.run, (REVERSE,)),
+    ("peel", peel.run, (REVERSE,)),
     ("activity", reverse.activity, (REVERSE,)),
     ("activity", forward.activity, (FORWARD,)),
     ("aliasing", reverse.aliasing, (REVERSE,)),

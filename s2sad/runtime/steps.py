@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime.registry import adjoint
-from s2sad.runtime.tangents import adjoint_of_multilinear, linear
+from s2sad.runtime.registry import adjoint, nondifferentiable
+from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear
 
 
 def _reach(steps: Any, n: int) -> int:
@@ -132,3 +132,32 @@ linear(stepwise_matmul, slots=(0, 1))  # bilinear in x and w
 linear(d_stepwise_matmul_lhs, slots=(0, 3), container=True)
 linear(d_stepwise_matmul_rhs, slots=(0, 2), container=True)
 adjoint_of_multilinear(d_stepwise_matmul)
+
+
+# ================================================================ a product with zeros
+
+
+def matmul_zeros(a: Any, b: Any) -> np.ndarray:
+    """``a @ b`` where the ``peel`` pass has proved ``a`` or ``b`` all zeros (a
+    loop's initial state, ``h = np.zeros(...)``, in its first iteration): zeros
+    of the product's shape and dtype, without the product.  When the other
+    operand holds an inf or a nan (``0 * inf`` is nan), or the shapes are not a
+    matrix times a matrix, it is the product itself, as written.  Its value is
+    no function of the differentiated inputs: its gradient is zero."""
+    a_ = a if type(a) is np.ndarray else np.asarray(a)
+    b_ = b if type(b) is np.ndarray else np.asarray(b)
+    if (
+        a_.ndim >= 2
+        and b_.ndim == 2
+        and a_.shape[-1] == b_.shape[0]
+        and a_.dtype.kind in "fc"
+        and b_.dtype.kind in "fc"
+        and np.isfinite(a_).all()
+        and np.isfinite(b_).all()
+    ):
+        return np.zeros(a_.shape[:-1] + b_.shape[1:], dtype=np.result_type(a_, b_))
+    return np.matmul(a, b)
+
+
+nondifferentiable(matmul_zeros)
+constant(matmul_zeros)
