@@ -7,15 +7,16 @@ writes, before the loop::
 
     x_at_w = stepwise_matmul(x, w, 1, r)      # r: the loop's range
     for t in r:
-        matmul = x_at_w[t]                    # was: x[:, t, :] @ w
+        matmul = x_at_w[:, t]                 # was: x[:, t, :] @ w
 
-``stepwise_matmul(x, w, axis, steps)[t]`` is ``x[(:,) * axis + (t,)] @ w`` for
-every ``t`` the loop can read.  When ``w`` is a matrix and ``axis`` is not
-``x``'s last, that is one matrix product on ``x`` reshaped to rows (one BLAS
-call instead of one per step); any other case (a vector ``w``, stacks of
-matrices) stacks the per-step products, so the result is the same whatever the
-operands' dimensions.  Its adjoint rule takes the cotangents of every step at
-once: one ``x.T @ g`` for ``w`` instead of one per step.
+``stepwise_matmul(x, w, axis, steps)[(:,) * axis + (t,)]`` is
+``x[(:,) * axis + (t,)] @ w`` for every ``t`` the loop can read.  When ``w`` is
+a matrix and ``axis`` is not ``x``'s last, that is ``x @ w``: one matrix product
+on ``x``'s rows (one BLAS call instead of one per step); any other case (a
+vector ``w``, stacks of matrices) stacks the per-step products along ``axis``,
+so the result is the same whatever the operands' dimensions.  Its adjoint rule
+takes the cotangents of every step at once: one ``x.T @ g`` for ``w`` instead
+of one per step, both in the layout of ``x @ w`` (no copies).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear
 
@@ -54,77 +56,88 @@ def _parts(x: Any, w: Any, axis: int, steps: Any) -> tuple:
     return x, m, np.ndim(w) == 2 and axis < x.ndim - 1
 
 
-def _to_front(a: np.ndarray, axis: int) -> np.ndarray:
-    """``np.moveaxis(a, axis, 0)`` (a view), without its argument checks."""
-    if axis == 0:
-        return a
-    return a.transpose((axis, *range(axis), *range(axis + 1, a.ndim)))
+def _buffer(out: Any, shape: tuple, dtype: Any) -> np.ndarray | None:
+    if (
+        type(out) is np.ndarray
+        and out.shape == shape
+        and out.dtype == dtype
+        and out.flags.c_contiguous
+        and out.flags.writeable
+    ):
+        return out
+    return None
 
 
-def _from_front(a: np.ndarray, axis: int) -> np.ndarray:
-    """``np.moveaxis(a, 0, axis)`` (a view)."""
-    if axis == 0:
-        return a
-    return a.transpose((*range(1, axis + 1), 0, *range(axis + 1, a.ndim)))
-
-
-def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any) -> np.ndarray:
-    """``out[t] = x[(:,) * axis + (t,)] @ w`` for each ``t`` in ``steps``, stacked
-    on a new first axis (entries past the last step the loop reads are left out;
-    a negative step reads from the end, as ``x[..., t, ...]`` would)."""
+def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any, out: Any = None) -> Any:
+    """Every step's product at once: ``out[(:,) * axis + (t,)]`` is
+    ``x[(:,) * axis + (t,)] @ w`` for each ``t`` in ``steps`` (``x`` cut after
+    the last step the loop reads; a negative step reads from the end, as
+    ``x[..., t, ...]`` would).  ``out``: a buffer for the result, used when it
+    fits."""
     x, m, one = _parts(x, w, axis, steps)
     if m == 0:
         return np.empty((0,), dtype=np.result_type(x, w))
     if one:
-        rows = x.reshape(-1, x.shape[-1])  # a copy only when x is cut
-        prod = np.matmul(rows, w).reshape(x.shape[:-1] + (np.shape(w)[-1],))
-        return _to_front(prod, axis)
-    return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)])
+        shape = x.shape[:-1] + (np.shape(w)[-1],)
+        buf = _buffer(out, shape, np.result_type(x, w))
+        if x.flags.c_contiguous:  # one product over the rows of every step
+            rows = x.reshape(-1, x.shape[-1])
+            if buf is None:
+                return np.matmul(rows, w).reshape(shape)
+            np.matmul(rows, w, out=buf.reshape(-1, shape[-1]))
+            return buf
+        return np.matmul(x, w) if buf is None else np.matmul(x, w, out=buf)
+    return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)], axis=axis)
 
 
-def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple) -> tuple:
+def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple, into) -> tuple:
     x, m, one = _parts(x0, w, axis, steps)
-    gx = gw = None
+    dtype = np.result_type(x0, w)
     if m == 0:
         return (
-            np.zeros(np.shape(x0), np.result_type(x0, w)) if need[0] else None,
-            np.zeros(np.shape(w), np.result_type(x0, w)) if need[1] else None,
+            np.zeros(np.shape(x0), dtype) if need[0] else None,
+            np.zeros(np.shape(w), dtype) if need[1] else None,
         )
+    gx = gw = None
     if need[0]:
         gx = np.zeros(np.shape(x0), dtype=np.result_type(g, w))
     if one:
-        gm = _from_front(np.asarray(g), axis)  # the layout of x @ w
+        g = np.asarray(g)
         if need[1]:
-            rows = x.reshape(-1, x.shape[-1])
-            gw = np.matmul(rows.T, gm.reshape(-1, gm.shape[-1]))
+            buf = into_buffer(into, 0, np.shape(w), np.result_type(x, g))
+            if x.flags.c_contiguous and g.flags.c_contiguous:
+                rows, grows = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+                gw = np.matmul(rows.T, grows, out=buf)
+            else:
+                gw = np.tensordot(x, g, axes=(list(range(x.ndim - 1)),) * 2)
         if need[0]:
-            gx[_index(axis, slice(0, m))] = np.matmul(gm, np.swapaxes(w, -1, -2))
+            gx[_index(axis, slice(0, m))] = np.matmul(g, np.swapaxes(w, -1, -2))
         return gx, gw
     from s2sad.runtime.contractions import d_matmul  # (a rule module: loaded later)
 
     for t in range(m):
-        xt = x[_index(axis, t)]
-        gxt, gwt = d_matmul(g[t], None, xt, w)
+        at = _index(axis, t)
+        gxt, gwt = d_matmul(g[at], None, x[at], w)
         if need[0]:
-            gx[_index(axis, t)] += gxt
+            gx[at] += gxt
         if need[1]:
             gw = gwt if gw is None else gw + gwt
     return gx, gw
 
 
 @adjoint(stepwise_matmul)
-def d_stepwise_matmul(g, ans, x, w, axis, steps):
-    return _grads(g, x, w, axis, steps, (True, True)) + (None, None)
+def d_stepwise_matmul(g, ans, x, w, axis, steps, out=None):
+    return _grads(g, x, w, axis, steps, (True, True), None) + (None, None)
 
 
 @adjoint(stepwise_matmul, argnum=0)
-def d_stepwise_matmul_lhs(g, ans, x, w, axis, steps):
-    return (_grads(g, x, w, axis, steps, (True, False))[0],)
+def d_stepwise_matmul_lhs(g, ans, x, w, axis, steps, out=None):
+    return (_grads(g, x, w, axis, steps, (True, False), None)[0],)
 
 
 @adjoint(stepwise_matmul, argnum=1)
-def d_stepwise_matmul_rhs(g, ans, x, w, axis, steps):
-    return (_grads(g, x, w, axis, steps, (False, True))[1],)
+def d_stepwise_matmul_rhs(g, ans, x, w, axis, steps, out=None, *, into=None):
+    return (_grads(g, x, w, axis, steps, (False, True), into)[1],)
 
 
 # ================================================================ tangents
@@ -137,7 +150,7 @@ adjoint_of_multilinear(d_stepwise_matmul)
 # ================================================================ a product with zeros
 
 
-def matmul_zeros(a: Any, b: Any) -> np.ndarray:
+def matmul_zeros(a: Any, b: Any, out: Any = None) -> np.ndarray:
     """``a @ b`` where the ``peel`` pass has proved ``a`` or ``b`` all zeros (a
     loop's initial state, ``h = np.zeros(...)``, in its first iteration): zeros
     of the product's shape and dtype, without the product.  When the other
@@ -155,7 +168,12 @@ def matmul_zeros(a: Any, b: Any) -> np.ndarray:
         and np.isfinite(a_).all()
         and np.isfinite(b_).all()
     ):
-        return np.zeros(a_.shape[:-1] + b_.shape[1:], dtype=np.result_type(a_, b_))
+        shape = a_.shape[:-1] + b_.shape[1:]
+        buf = _buffer(out, shape, np.result_type(a_, b_))
+        if buf is None:
+            return np.zeros(shape, dtype=np.result_type(a_, b_))
+        buf.fill(0)
+        return buf
     return np.matmul(a, b)
 
 

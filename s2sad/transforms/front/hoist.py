@@ -13,7 +13,7 @@ reads step ``t`` of it in the loop::
 
     xs_at_Wx = stepwise_matmul(xs, Wx, 1, r)
     for t in r:
-        matmul = xs_at_Wx[t]
+        matmul = xs_at_Wx[:, t]
 
 ``stepwise_matmul`` (``s2sad/runtime/steps.py``) gives the same values for
 any dimensions of ``xs`` and ``Wx`` (one BLAS product when ``Wx`` is a matrix,
@@ -142,8 +142,15 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
                 if key in anno(s2):
                     anno(new)[key] = anno(s2)[key]
             added.append(new)
+            if axis == 0:
+                index = name(t)
+            else:  # R[:, t]: step t along the axis, everything after it
+                parts = [
+                    ast.Slice(lower=None, upper=None, step=None) for _ in range(axis)
+                ]
+                index = ast.Tuple(elts=[*parts, name(t)], ctx=ast.Load())
             s2.value = ast.copy_location(
-                ast.Subscript(value=name(hoisted), slice=name(t), ctx=ast.Load()),
+                ast.Subscript(value=name(hoisted), slice=index, ctx=ast.Load()),
                 s2.value,
             )
             loads[a] = loads.get(a, 0) - 1
