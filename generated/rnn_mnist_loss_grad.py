@@ -15,6 +15,7 @@ from s2sad.runtime.support import (
 from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
+from s2sad.runtime.steps import matmul_zeros
 from rnn_mnist import logits
 
 
@@ -53,7 +54,30 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     dtype = x.dtype
     h = zeros(items, dtype=dtype, out=ws.take("h"))
     r = range(rnn_mnist.STEPS)
-    for t in r:
+    r_first = r[:1]
+    for t in r_first:
+        mul = t * rnn_mnist.CHUNK
+        add = t + 1
+        mul_1 = add * rnn_mnist.CHUNK
+        tape.append(xt)
+        xt = x[:, mul:mul_1]
+        tape.append(params_item_1)
+        params_item_1 = params["Wx"]
+        tape.append(matmul)
+        matmul = xt @ params_item_1
+        tape.append(params_item_2)
+        params_item_2 = params["Wh"]
+        tape.append(matmul_1)
+        matmul_1 = matmul_zeros(h, params_item_2)
+        tape.append(add_1)
+        add_1 = matmul + matmul_1
+        tape.append(params_item_3)
+        params_item_3 = params["bh"]
+        add_2 = add_1 + params_item_3
+        tape.append(h)
+        h = np.tanh(add_2)
+    r_rest = r[1:]
+    for t in r_rest:
         mul = t * rnn_mnist.CHUNK
         add = t + 1
         mul_1 = add * rnn_mnist.CHUNK
@@ -93,7 +117,8 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             params_item_3,
             params_item_4,
             params_item_5,
-            r,
+            r_first,
+            r_rest,
             xt,
         ),
     )
@@ -114,7 +139,8 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         params_item_3,
         params_item_4,
         params_item_5,
-        r,
+        r_first,
+        r_rest,
         xt,
     ) = saved
     # grad of: return h @ params["Wo"] + params["bo"]
@@ -142,7 +168,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
-    for t in reversed(r):
+    for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         if g_h is not None:
             mul_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_2"))
@@ -222,6 +248,82 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 into=(ws.take("ct_params_3"),),
             )[0]
             g_params = accumulate(g_params, ct_params_3, out=ws.take("g_params.5"))
+        g_params_item_1 = None
+        params_item_1 = tape.pop()
+        # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
+        xt = tape.pop()
+    for t in reversed(r_first):
+        # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        if g_h is not None:
+            mul_3 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_3"))
+            g_add_2 = accumulate(g_add_2, mul_3, out=ws.take("g_add_2.2"))
+        g_h = None
+        h = tape.pop()
+        if g_add_2 is not None:
+            g_add_1 = accumulate(
+                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1.2")
+            )
+            g_params_item_3 = accumulate(
+                g_params_item_3,
+                unbroadcast(g_add_2, params_item_3),
+                out=ws.take("g_params_item_3.2"),
+            )
+        g_add_2 = None
+        if g_params_item_3 is not None:
+            ct_params_4 = d_getitem(
+                g_params_item_3,
+                params_item_3,
+                params,
+                "bh",
+                into=(ws.take("ct_params_4"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_4, out=ws.take("g_params.6"))
+        g_params_item_3 = None
+        params_item_3 = tape.pop()
+        if g_add_1 is not None:
+            g_matmul = accumulate(
+                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul.2")
+            )
+            g_matmul_1 = accumulate(
+                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1.2")
+            )
+        g_add_1 = None
+        add_1 = tape.pop()
+        g_matmul_1 = None
+        matmul_1 = tape.pop()
+        if g_params_item_2 is not None:
+            ct_params_5 = d_getitem(
+                g_params_item_2,
+                params_item_2,
+                params,
+                "Wh",
+                into=(ws.take("ct_params_5"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_5, out=ws.take("g_params.7"))
+        g_params_item_2 = None
+        params_item_2 = tape.pop()
+        if g_matmul is not None:
+            ct_params_item_1_1 = d_matmul_rhs(
+                g_matmul,
+                matmul,
+                xt,
+                params_item_1,
+                into=(ws.take("ct_params_item_1_1"),),
+            )[0]
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
+            )
+        g_matmul = None
+        matmul = tape.pop()
+        if g_params_item_1 is not None:
+            ct_params_6 = d_getitem(
+                g_params_item_1,
+                params_item_1,
+                params,
+                "Wx",
+                into=(ws.take("ct_params_6"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_6, out=ws.take("g_params.8"))
         g_params_item_1 = None
         params_item_1 = tape.pop()
         # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]

@@ -2,12 +2,13 @@
 
 Both modes run the same front passes, then their own::
 
-    reverse:  validate -> desugar -> normalize -> bind -> activity -> aliasing
-              -> shifts -> reverse -> cleanup -> assemble -> buffers -> scalar (per function)
+    reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
+              -> activity -> aliasing -> shifts -> reverse -> cleanup -> assemble
+              -> buffers -> scalar -> methods                     (per function)
               -> connect -> guards -> emit                        (per module)
-    forward:  unstar -> validate -> desugar -> normalize -> bind -> activity
-              -> forward -> cleanup -> assemble                   (per function)
-              -> imports -> emit                                  (per module)
+    forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
+              -> aliasing -> forward -> cleanup -> assemble       (per function)
+              -> imports -> guards -> emit                        (per module)
 
 Every pass is a function ``run(job, module)`` that reads and rewrites the
 :class:`~s2sad.transforms.module.Job` of one function (or, for module passes,
@@ -33,7 +34,7 @@ from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import methods, scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
-from s2sad.transforms.front import objects, parse, prepare, shifts
+from s2sad.transforms.front import hoist, objects, parse, peel, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
 
@@ -51,6 +52,8 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("normalize", prepare.normalize, BOTH),
     ("bind", prepare.bind_statics, BOTH),
     ("objects", objects.run, BOTH),
+    ("hoist", hoist.run, (REVERSE,)),
+    ("peel", peel.run, (REVERSE,)),
     ("activity", reverse.activity, (REVERSE,)),
     ("activity", forward.activity, (FORWARD,)),
     ("aliasing", reverse.aliasing, BOTH),  # forward mode rebinds as well

@@ -29,6 +29,7 @@ from s2sad.runtime import (
     registry,
     shapes,
     statistics,
+    steps,
     support,
     tangents,
 )
@@ -342,6 +343,8 @@ CONTRACTIONS = [
     (np.einsum, ("ij,jk->ik", rnd(2, 3), rnd(3, 4))), (np.einsum, ("ii->i", rnd(3, 3))),
     (np.einsum, ("i,i,j", rnd(2), rnd(2), rnd(3))),
     (np.linalg.multi_dot, ([rnd(2, 3), rnd(3, 3), rnd(3)],)),
+    (steps.stepwise_matmul, (rnd(3, 4, 2), rnd(2, 5), 1, range(4))),
+    (steps.stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(1, 3))),
 ]  # fmt: skip
 if hasattr(np, "matvec"):
     CONTRACTIONS += [(np.matvec, (rnd(2, 3), rnd(3))), (np.vecmat, (rnd(3), rnd(3, 2)))]
@@ -482,7 +485,9 @@ rule_primal = {
     nn.d_softmax_cross_entropy: nn.softmax_cross_entropy, activations.d_log_softmax: nn.log_softmax,
     activations.d_softmax: nn.softmax, activations.d_dense: nn.dense, nn.d_conv1d: nn.conv1d,
     nn.d_binary_cross_entropy_with_logits: nn.binary_cross_entropy_with_logits,
-    activations.d_relu: nn.relu,
+    activations.d_relu: nn.relu, steps.d_stepwise_matmul: steps.stepwise_matmul,
+    steps.d_stepwise_matmul_lhs: steps.stepwise_matmul,
+    steps.d_stepwise_matmul_rhs: steps.stepwise_matmul,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -504,6 +509,10 @@ RULE_CASES = [
     (activations.d_log_softmax, (rnd(3, 4),)), (activations.d_softmax, (rnd(3, 4),)),
     (activations.d_dense, (rnd(2, 3), rnd(3, 4), rnd(4))), (nn.d_conv1d, (rnd(2, 3, 5), rnd(2, 3, 2), rnd(2))),
     (nn.d_binary_cross_entropy_with_logits, (rnd(3), pos(3) / 2)), (activations.d_relu, (rnd(3, 4),)),
+    (steps.d_stepwise_matmul, (rnd(3, 4, 2), rnd(2, 5), 1, range(4))),
+    (steps.d_stepwise_matmul_lhs, (rnd(3, 4, 2), rnd(2, 5), 1, range(1, 3))),
+    (steps.d_stepwise_matmul_rhs, (rnd(3, 4, 2), rnd(2, 5), 0, range(2))),
+    (steps.d_stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(4))),
 ]  # fmt: skip
 
 

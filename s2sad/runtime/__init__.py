@@ -30,6 +30,7 @@ RULE_MODULES = (
     "reductions",
     "shapes",
     "statistics",
+    "steps",
 )
 
 #: rule modules for optional libraries: (module, the library it needs), loaded

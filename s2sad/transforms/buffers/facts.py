@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.indexing import add_at_index
+from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
 
 REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
@@ -148,7 +149,7 @@ class Facts:
             return all(self.some_known(a) for a in v.args)
         if self.rule_of(v) is add_at_index:
             return self.some_known(v.args[0])
-        return False
+        return self.rule_of(v) in (stepwise_matmul, matmul_zeros)  # hoist, peel
 
     def some_known(self, *exprs: ast.expr) -> bool:
         """Some operand is a NumPy value (so the operator is the ufunc)."""
@@ -225,6 +226,14 @@ class Facts:
             return all(self.is_fixed(a) for a in v.args) and kw_fixed
         if self.rule_of(v) is add_at_index:  # g_x + a part: shaped like x
             return self.is_shaped(v.args[0]) and self.is_shaped(v.args[2])
+        if self.rule_of(v) is stepwise_matmul:  # (x, w, axis, the loop's range)
+            return (
+                self.is_shaped(v.args[0])
+                and self.is_shaped(v.args[1])
+                and all(self.is_fixed(a) for a in v.args[2:])
+            )
+        if self.rule_of(v) is matmul_zeros:  # a peeled loop's zero product
+            return self.is_shaped(v.args[0]) and self.is_shaped(v.args[1])
         helper = helper_of(v)
         if helper in ("unbroadcast", "finalize"):
             return self.is_shaped(v.args[1])

@@ -1,0 +1,181 @@
+"""Per-step products of a loop, computed before it (the hoisting pass's helper).
+
+Inside ``for t in range(n)``, a product ``x[:, t, :] @ w`` whose ``x`` and
+``w`` the loop never changes is the same as step ``t`` of one product over the
+whole ``x``.  The ``hoist`` front pass (``s2sad/transforms/front/hoist.py``)
+writes, before the loop::
+
+    x_at_w = stepwise_matmul(x, w, 1, r)      # r: the loop's range
+    for t in r:
+        matmul = x_at_w[:, t]                 # was: x[:, t, :] @ w
+
+``stepwise_matmul(x, w, axis, steps)[(:,) * axis + (t,)]`` is
+``x[(:,) * axis + (t,)] @ w`` for every ``t`` the loop can read.  When ``w`` is
+a matrix and ``axis`` is not ``x``'s last, that is ``x @ w``: one matrix product
+on ``x``'s rows (one BLAS call instead of one per step); any other case (a
+vector ``w``, stacks of matrices) stacks the per-step products along ``axis``,
+so the result is the same whatever the operands' dimensions.  Its adjoint rule
+takes the cotangents of every step at once: one ``x.T @ g`` for ``w`` instead
+of one per step, both in the layout of ``x @ w`` (no copies).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.reductions import into_buffer
+from s2sad.runtime.registry import adjoint, nondifferentiable
+from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear
+
+
+def _reach(steps: Any, n: int) -> int:
+    """How many leading entries along the axis the loop's indices can read:
+    ``max(steps) + 1`` for a range of indices that are all >= 0, else ``n``."""
+    if type(steps) is range:
+        if len(steps) == 0:
+            return 0
+        low, high = min(steps[0], steps[-1]), max(steps[0], steps[-1])
+        if low >= 0:
+            return min(high + 1, n)
+    return n
+
+
+def _index(axis: int, t: Any) -> tuple:
+    return (slice(None),) * axis + (t,)
+
+
+def _parts(x: Any, w: Any, axis: int, steps: Any) -> tuple:
+    """(x cut to what the loop reads, how many steps, whether one product does)."""
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    m = _reach(steps, x.shape[axis])
+    if m < x.shape[axis]:
+        x = x[_index(axis, slice(0, m))]
+    return x, m, np.ndim(w) == 2 and axis < x.ndim - 1
+
+
+def _buffer(out: Any, shape: tuple, dtype: Any) -> np.ndarray | None:
+    if (
+        type(out) is np.ndarray
+        and out.shape == shape
+        and out.dtype == dtype
+        and out.flags.c_contiguous
+        and out.flags.writeable
+    ):
+        return out
+    return None
+
+
+def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any, out: Any = None) -> Any:
+    """Every step's product at once: ``out[(:,) * axis + (t,)]`` is
+    ``x[(:,) * axis + (t,)] @ w`` for each ``t`` in ``steps`` (``x`` cut after
+    the last step the loop reads; a negative step reads from the end, as
+    ``x[..., t, ...]`` would).  ``out``: a buffer for the result, used when it
+    fits."""
+    x, m, one = _parts(x, w, axis, steps)
+    if m == 0:
+        return np.empty((0,), dtype=np.result_type(x, w))
+    if one:
+        shape = x.shape[:-1] + (np.shape(w)[-1],)
+        buf = _buffer(out, shape, np.result_type(x, w))
+        if x.flags.c_contiguous:  # one product over the rows of every step
+            rows = x.reshape(-1, x.shape[-1])
+            if buf is None:
+                return np.matmul(rows, w).reshape(shape)
+            np.matmul(rows, w, out=buf.reshape(-1, shape[-1]))
+            return buf
+        return np.matmul(x, w) if buf is None else np.matmul(x, w, out=buf)
+    return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)], axis=axis)
+
+
+def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple, into) -> tuple:
+    x, m, one = _parts(x0, w, axis, steps)
+    dtype = np.result_type(x0, w)
+    if m == 0:
+        return (
+            np.zeros(np.shape(x0), dtype) if need[0] else None,
+            np.zeros(np.shape(w), dtype) if need[1] else None,
+        )
+    gx = gw = None
+    if need[0]:
+        gx = np.zeros(np.shape(x0), dtype=np.result_type(g, w))
+    if one:
+        g = np.asarray(g)
+        if need[1]:
+            buf = into_buffer(into, 0, np.shape(w), np.result_type(x, g))
+            if x.flags.c_contiguous and g.flags.c_contiguous:
+                rows, grows = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+                gw = np.matmul(rows.T, grows, out=buf)
+            else:
+                gw = np.tensordot(x, g, axes=(list(range(x.ndim - 1)),) * 2)
+        if need[0]:
+            gx[_index(axis, slice(0, m))] = np.matmul(g, np.swapaxes(w, -1, -2))
+        return gx, gw
+    from s2sad.runtime.contractions import d_matmul  # (a rule module: loaded later)
+
+    for t in range(m):
+        at = _index(axis, t)
+        gxt, gwt = d_matmul(g[at], None, x[at], w)
+        if need[0]:
+            gx[at] += gxt
+        if need[1]:
+            gw = gwt if gw is None else gw + gwt
+    return gx, gw
+
+
+@adjoint(stepwise_matmul)
+def d_stepwise_matmul(g, ans, x, w, axis, steps, out=None):
+    return _grads(g, x, w, axis, steps, (True, True), None) + (None, None)
+
+
+@adjoint(stepwise_matmul, argnum=0)
+def d_stepwise_matmul_lhs(g, ans, x, w, axis, steps, out=None):
+    return (_grads(g, x, w, axis, steps, (True, False), None)[0],)
+
+
+@adjoint(stepwise_matmul, argnum=1)
+def d_stepwise_matmul_rhs(g, ans, x, w, axis, steps, out=None, *, into=None):
+    return (_grads(g, x, w, axis, steps, (False, True), into)[1],)
+
+
+# ================================================================ tangents
+linear(stepwise_matmul, slots=(0, 1))  # bilinear in x and w
+linear(d_stepwise_matmul_lhs, slots=(0, 3), container=True)
+linear(d_stepwise_matmul_rhs, slots=(0, 2), container=True)
+adjoint_of_multilinear(d_stepwise_matmul)
+
+
+# ================================================================ a product with zeros
+
+
+def matmul_zeros(a: Any, b: Any, out: Any = None) -> np.ndarray:
+    """``a @ b`` where the ``peel`` pass has proved ``a`` or ``b`` all zeros (a
+    loop's initial state, ``h = np.zeros(...)``, in its first iteration): zeros
+    of the product's shape and dtype, without the product.  When the other
+    operand holds an inf or a nan (``0 * inf`` is nan), or the shapes are not a
+    matrix times a matrix, it is the product itself, as written.  Its value is
+    no function of the differentiated inputs: its gradient is zero."""
+    a_ = a if type(a) is np.ndarray else np.asarray(a)
+    b_ = b if type(b) is np.ndarray else np.asarray(b)
+    if (
+        a_.ndim >= 2
+        and b_.ndim == 2
+        and a_.shape[-1] == b_.shape[0]
+        and a_.dtype.kind in "fc"
+        and b_.dtype.kind in "fc"
+        and np.isfinite(a_).all()
+        and np.isfinite(b_).all()
+    ):
+        shape = a_.shape[:-1] + b_.shape[1:]
+        buf = _buffer(out, shape, np.result_type(a_, b_))
+        if buf is None:
+            return np.zeros(shape, dtype=np.result_type(a_, b_))
+        buf.fill(0)
+        return buf
+    return np.matmul(a, b)
+
+
+nondifferentiable(matmul_zeros)
+constant(matmul_zeros)
