@@ -22,7 +22,7 @@ def loss_value_and_grad(w, X, y, lam, g_out=1.0, ws=NO_WORKSPACE):
     logaddexp = np.logaddexp(0.0, z, out=ws["logaddexp"])
     mul = np.multiply(y, z, out=ws["mul"])
     sub = np.subtract(logaddexp, mul, out=ws["sub"])
-    mean = np.mean(sub)
+    mean = sub.mean()
     mul_1 = 0.5 * lam
     pow_1 = w**2
     sum_1 = np.sum(pow_1)

@@ -7,6 +7,7 @@ read the decision::
     Options().for_call([np.ones((512, 512))]).buffers   ->  "buffered"
     Options().for_call([np.ones(3)]).buffers            ->  "plain"  (too small)
     Options().for_call([2.0, 3]).buffers                ->  "scalar" (no arrays)
+    Options().for_call([dask_array]).buffers             ->  "foreign" (Dask, torch...)
     Options().for_call([]).buffers                      ->  "buffered" (ahead of time)
 """
 
@@ -21,6 +22,9 @@ from typing import Any
 BUFFERED = "buffered"
 #: NumPy calls stay as they are
 PLAIN = "plain"
+#: arrays of another library (Dask, torch, CuPy, Array API): plain calls, and
+#: none of the rewrites that assume NumPy values (methods, hoisted products)
+FOREIGN = "foreign"
 #: no arrays among the arguments: ``np.sin(x)`` -> ``scalar.sin(x)`` as well
 SCALAR = "scalar"
 #: not decided yet (the pipeline decides from its example arguments)
@@ -37,7 +41,7 @@ class Options:
     workspace: bool = True
     #: import the user's globals in the emitted module instead of binding them at load
     standalone: bool = False
-    #: what this call's code does with buffers (BUFFERED, PLAIN or SCALAR), decided
+    #: what this call's code does with buffers (BUFFERED, PLAIN, FOREIGN or SCALAR), decided
     #: by :meth:`for_call`; AUTO until then
     buffers: str = AUTO
     #: check every cotangent after each backward block and raise
@@ -67,7 +71,7 @@ class Options:
         from s2sad.runtime import backend
 
         if backend.foreign_in(list(values)) is not None:
-            return PLAIN  # Dask arrays: plain NumPy calls, no buffers
+            return FOREIGN  # Dask, torch...: plain NumPy-API calls, no buffers
         if not any(has_array(v) for v in values):
             return SCALAR
         from s2sad.runtime.workspace import worthwhile  # reads SMALL_BYTES now

@@ -4,8 +4,9 @@ parameter-sized array (measured with tracemalloc on the bench/ losses).
 What is measured is the peak growth of traced memory during one call, after
 three warm-up calls (the first call records the buffer shapes, later ones reuse
 them).  NumPy's ufunc iteration buffer (8192 elements per operand by default,
-used when a ufunc casts, e.g. a Python float against a float32 array) is set to
-1024 elements here so that it cannot hide an array.  What each test still
+used when a ufunc casts, e.g. a Python float against a float32 array, or writes
+into a strided view such as ``acc[:, t]``) is set to 256 elements here so that
+it cannot hide an array.  What each test still
 allows is stated next to it; every activation and weight matrix named there is
 larger than the allowance, and the gradients themselves must come back in the
 caller's ``out=`` arrays.
@@ -73,7 +74,7 @@ def _check(name: str, argnums: tuple, allowed: int, larger: dict) -> None:
     dfn = s2sad.value_and_grad(loss, argnums=argnums)
     outs = tuple(np.empty_like(args[i]) for i in argnums)
     old = np.getbufsize()
-    np.setbufsize(1024)
+    np.setbufsize(256)
     try:
         for _ in range(3):
             dfn(*args, out=outs)

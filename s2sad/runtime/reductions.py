@@ -191,8 +191,16 @@ def d_mean(
         return (buf,)
     if buf is not None:
         return (_mean_into(buf, g, x, axis, keepdims, kwargs.get("where")),)
-    if axis is None and not kwargs and not keepdims and type(x) is np.ndarray:
-        ct = filled(g / x.size, x) if x.size else None
+    if (
+        axis is None
+        and not kwargs
+        and not keepdims
+        and type(x) is np.ndarray
+        and x.size
+    ):
+        # (no None literal here: the compiler reads this rule's returns, and a
+        # name that may hold None would make it guard every cotangent after it)
+        ct = filled(g / x.size, x)
         if ct is not None:
             return (ct,)
     if "where" in kwargs:

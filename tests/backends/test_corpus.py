@@ -11,6 +11,8 @@ a change that quietly refuses more is seen.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,8 @@ def test_corpus_case_matches_numpy_or_is_refused(lib, case):
 def test_most_of_the_corpus_is_verified(lib):
     """Runs after the cases (same module, declared later): the floors hold."""
     key = lib.name.split(":")[0]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("the counts are per process: run this module without -n")
     if not _MATCHED:
         pytest.skip("the corpus cases did not run in this session (-k?)")
     assert _MATCHED.get(key, 0) >= FLOORS[key] * (2 if key == "array_api_strict" else 1)
