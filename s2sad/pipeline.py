@@ -73,6 +73,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [
     ("connect", buffers.connect_pass, (REVERSE,)),
     ("imports", forward.rename_clashing_imports, (FORWARD,)),
+    ("entry_reads", objects.check_entry_reads, BOTH),
     ("guards", guards.run, BOTH),
 ]
 

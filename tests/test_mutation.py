@@ -20,10 +20,10 @@ class Recorder:
 
 
 def attribute_item(layer, x):
-    return layer.step(x)
+    return layer.step(x) + layer.step(x)  # once is fine: tests/test_entry_reads.py
 
 
-def test_item_assignment_into_an_attribute_is_refused_at_its_line():
+def test_item_assignment_into_an_attribute_by_a_method_run_twice_is_refused():
     with pytest.raises(UnsupportedSyntaxError) as e:
         s2sad.grad(attribute_item, argnums=1)(Recorder(), np.ones(3))
     msg = str(e.value)

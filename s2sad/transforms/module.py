@@ -128,6 +128,14 @@ class ModuleBuilder:
     #: (front/objects.py refuses an attribute found in both)
     attribute_writes: dict[str, tuple] = field(default_factory=dict)
     attribute_reads: dict[str, tuple] = field(default_factory=dict)
+    #: attribute -> the functions (ids of ParsedFunction) writing a differentiated
+    #: value to it; a callee's entry reads (read_attribute), checked once every
+    #: function is compiled (front/objects.py ``check_entry_reads``)
+    attribute_writers: dict[str, set] = field(default_factory=dict)
+    entry_reads: list[tuple] = field(default_factory=list)
+    top_parsed: Any = None
+    #: (callee job id, caller id, call id) -> (callee job, caller, in a loop)
+    call_sites: dict[tuple, tuple] = field(default_factory=dict)
     rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     helpers_used: set[str] = field(default_factory=set)
     comments: list[str] = field(default_factory=list)
@@ -204,13 +212,22 @@ class ModuleBuilder:
         local_functions: dict,
         site: Any = None,
         scalars: tuple = (),
+        in_loop: bool = True,
+        call: Any = None,
     ) -> Job:
         """The job compiling a called user function for ``pattern`` (queued if new).
 
         ``scalars``: per argument of the call, whether it is an immutable scalar,
         or ``"fresh"``: a new array nobody else holds (part of the key: a job
-        compiled for a scalar serves only such calls).
+        compiled for a scalar serves only such calls).  ``call``: the call site,
+        in a loop of the caller or not (how often a callee runs: call_sites).
         """
+        job = self._request(info, pattern, caller, local_functions, site, scalars)
+        key3 = (id(job), id(caller), id(call) if call is not None else None)
+        self.call_sites[key3] = (job, caller, in_loop or call is None)
+        return job
+
+    def _request(self, info, pattern, caller, local_functions, site, scalars) -> Job:
         if info.kind == "local":
             local = local_functions[info.target]
             key: tuple = ("local", id(local.node), pattern)

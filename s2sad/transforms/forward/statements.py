@@ -310,7 +310,21 @@ def user_call(
         0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
     )
     fresh = fresh_marks(ff.parsed.node, s, v, ff.local_functions)
-    job = ff.module.request(info, pattern, ff.parsed, ff.local_functions, site, fresh)
+    root = ff.parsed.node
+    loops = (n for n in ast.walk(root) if isinstance(n, (ast.For, ast.While)))
+    looped = any(s is n for loop in loops for n in ast.walk(loop)) or not any(
+        s is n for n in ast.walk(root)
+    )
+    job = ff.module.request(
+        info,
+        pattern,
+        ff.parsed,
+        ff.local_functions,
+        site,
+        fresh,
+        in_loop=looped,
+        call=v,
+    )
     fname = job.names[0]
     jvp_call = ast.Call(
         func=name(fname),

@@ -103,6 +103,8 @@ def run(job, module) -> None:
     flows = [activity_pass.flow(s) for s in stmts]
     varied = activity_pass.solve(job.node, job.wrt, flows, False).active
     source = job.parsed.source
+    if job.top:
+        module.top_parsed = job.parsed
     writes, reads = module.attribute_writes, module.attribute_reads
     problems = []
     written: dict[str, str] = {}  # object -> an attribute set to a differentiated value
@@ -118,6 +120,9 @@ def run(job, module) -> None:
             )
         if isinstance(value, ast.Name) and value.id in varied:
             writes.setdefault(site.args[1].value, (source, site))
+            module.attribute_writers.setdefault(site.args[1].value, set()).add(
+                id(job.parsed)
+            )
             if isinstance(obj, ast.Name):
                 written[obj.id] = site.args[1].value
     funcs = {id(c.func) for c in ast.walk(job.node) if isinstance(c, ast.Call)}
@@ -132,8 +137,9 @@ def run(job, module) -> None:
         info = anno(site).get("call")
         if info is not None and info.target is read_attribute and not job.top:
             # a callee's entry value: a differentiated one an earlier call left
-            # there would lose its gradient (front/attributes.py)
-            reads.setdefault(site.args[1].value, (source, site))
+            # there would lose its gradient (front/attributes.py); checked once
+            # every function is compiled (check_entry_reads)
+            module.entry_reads.append((site.args[1].value, source, site, job.parsed))
         given = [a.id for a in site.args if isinstance(a, ast.Name)]
         if info is not None and info.kind in ("method", "unknown"):
             problems += _opaque_reader(site, given, written, source)
@@ -145,37 +151,6 @@ def run(job, module) -> None:
     for attr in sorted(set(writes) & set(reads)):
         (rsrc, rnode), (wsrc, wnode) = reads[attr], writes[attr]
         what = ast.unparse(rnode if isinstance(rnode, ast.Attribute) else rnode.func)
-        info = anno(rnode).get("call") if isinstance(rnode, ast.Call) else None
-        if info is not None and info.target is read_attribute:
-            what = f"{ast.unparse(rnode.args[0])}.{attr}"
-            if info.extra.get("item_write"):
-                problems.append(
-                    rsrc.problem(
-                        rnode,
-                        f"item assignment into the attribute '{what}', which holds "
-                        "the array it had when this method started, and the "
-                        "differentiated call sets items of it to differentiated "
-                        "values: what an earlier call left there would lose its "
-                        "gradient",
-                        f"build the array in a local and store it whole: {attr} = "
-                        f"np.zeros(...); {attr}[...] = ...; {what} = {attr}",
-                    )
-                )
-                del reads[attr]
-                continue
-            problems.append(
-                rsrc.problem(
-                    rnode,
-                    f"'{what}' is read as it is when this method starts, and the "
-                    "differentiated call sets it to a differentiated value (at line "
-                    f"{wnode.lineno} of {wsrc.filename}): what an earlier call left "
-                    "there would lose its gradient",
-                    "set the attribute in the method before reading it, or pass the "
-                    "value as an argument",
-                )
-            )
-            del reads[attr]
-            continue
         problems.append(
             rsrc.problem(
                 rnode,
@@ -188,6 +163,92 @@ def run(job, module) -> None:
             )
         )
         del reads[attr]
+    if problems:
+        raise UnsupportedSyntaxError(problems)
+
+
+def _runs(module) -> dict[int, float]:
+    """How many times each compiled function may run in one differentiated call
+    (by ``id`` of its ParsedFunction): 1, or ``inf`` when a call to it sits in a
+    loop, it is called from two places or from a function that may run more
+    than once, or recursively."""
+    callers: dict[int, list] = {}
+    for job, caller, looped in module.call_sites.values():
+        callers.setdefault(id(job.parsed), []).append((id(caller), looped))
+    memo: dict[int, float] = {}
+
+    def runs(p: int, seen: frozenset) -> float:
+        if p in memo:
+            return memo[p]
+        if module.top_parsed is not None and p == id(module.top_parsed):
+            return 1
+        sites = callers.get(p, [])
+        if p in seen or not sites:
+            return float("inf") if p in seen else 0
+        n = 0.0
+        for c, looped in sites:
+            k = runs(c, seen | {p})
+            n += float("inf") if looped and k else k
+        memo[p] = n
+        return n
+
+    return {p: runs(p, frozenset()) for p in callers}
+
+
+def check_entry_reads(module) -> None:
+    """A callee's entry read (``self_m = read_attribute(self, "m")``) of an
+    attribute the differentiated call sets to a differentiated value is sound
+    when that value cannot be there yet: only this function writes it (after
+    the read) and it runs once per differentiated call (ML-From-Scratch's
+    ``BatchNormalization.forward_pass`` updating ``self.running_mean``).
+    Otherwise an earlier run would have left a value whose gradient is lost:
+    refused, at the read."""
+    if not module.entry_reads:
+        return
+    runs = _runs(module)
+    problems = []
+    seen = set()
+    for attr, rsrc, rnode, parsed in module.entry_reads:
+        writers = module.attribute_writers.get(attr)
+        if not writers or attr in seen:
+            continue
+        if writers == {id(parsed)} and runs.get(id(parsed), float("inf")) <= 1:
+            continue
+        seen.add(attr)
+        wsrc, wnode = module.attribute_writes[attr]
+        what = f"{ast.unparse(rnode.args[0])}.{attr}"
+        why = (
+            "another function of the differentiated call sets it"
+            if writers != {id(parsed)}
+            else "this method may run more than once in the differentiated call "
+            "(a loop, two calls), and it sets it"
+        )
+        info = anno(rnode)["call"]
+        if info.extra.get("item_write"):
+            problems.append(
+                rsrc.problem(
+                    rnode,
+                    f"item assignment into the attribute '{what}', which holds "
+                    f"the array it had when this method started, and {why} to "
+                    "differentiated values (at line "
+                    f"{wnode.lineno} of {wsrc.filename}): what an earlier run left "
+                    "there would lose its gradient",
+                    f"build the array in a local and store it whole: {attr} = "
+                    f"np.zeros(...); {attr}[...] = ...; {what} = {attr}",
+                )
+            )
+            continue
+        problems.append(
+            rsrc.problem(
+                rnode,
+                f"'{what}' is read as it is when this method starts, and {why} to "
+                f"a differentiated value (at line {wnode.lineno} of "
+                f"{wsrc.filename}): what an earlier run left there would lose its "
+                "gradient",
+                "set the attribute in the method before reading it, call the "
+                "method once, or pass the value as an argument",
+            )
+        )
     if problems:
         raise UnsupportedSyntaxError(problems)
 

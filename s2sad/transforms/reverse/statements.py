@@ -294,7 +294,7 @@ class FunctionReverser(RuleCalls):
         if not any(pattern) or not useful:
             if info.kind == "user":
                 return as_written(v), None
-            fwd_name = self.fc.request(info, pattern, scalars).names[0]
+            fwd_name = self.fc.request(info, pattern, scalars, in_loop, v).names[0]
             return (
                 ast.Subscript(
                     value=ast.Call(func=name(fwd_name), args=v.args, keywords=[]),
@@ -303,7 +303,7 @@ class FunctionReverser(RuleCalls):
                 ),
                 None,
             )
-        fwd_name, bwd_name = self.fc.request(info, pattern, scalars).names
+        fwd_name, bwd_name = self.fc.request(info, pattern, scalars, in_loop, v).names
         saved = self.fc.namer.fresh(f"saved_{fwd_name.removesuffix('_forward')}")
         self.fc.locals.add(saved)
         if x in self.fc.reassigned:

@@ -53,10 +53,16 @@ class FunctionCompiler:
         self.reassigned = set(self.reassigned)
         self.locals = set(self.locals)
 
-    def request(self, info, pattern: tuple, scalars: tuple = ()):
+    def request(self, info, pattern: tuple, scalars=(), in_loop=True, call=None):
         """The job of a called user function (see ModuleBuilder.request)."""
         return self.module.request(
-            info, pattern, self.parsed, self.module_locals, scalars=scalars
+            info,
+            pattern,
+            self.parsed,
+            self.module_locals,
+            scalars=scalars,
+            in_loop=in_loop,
+            call=call,
         )
 
     def save(self, x: str, fwd: list[ast.stmt], in_loop: bool) -> int:
