@@ -5,10 +5,10 @@ Both modes run the same front passes, then their own::
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
               -> activity -> aliasing -> shifts -> reverse -> cleanup -> assemble
               -> buffers -> scalar -> methods                     (per function)
-              -> connect -> guards -> emit                        (per module)
+              -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
               -> aliasing -> forward -> cleanup -> assemble       (per function)
-              -> imports -> guards -> emit                        (per module)
+              -> imports -> entry_reads -> guards -> emit          (per module)
 
 Every pass is a function ``run(job, module)`` that reads and rewrites the
 :class:`~s2sad.transforms.module.Job` of one function (or, for module passes,
