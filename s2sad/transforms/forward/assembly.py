@@ -34,7 +34,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from s2sad.errors import MissingRuleError, S2SADError
+from s2sad.errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from s2sad.options import Options
 from s2sad.runtime import tangents
 from s2sad.transforms.astutil import anno, call, const, function_def
@@ -72,6 +72,11 @@ def activity(job, module) -> None:
             job.node, job.wrt, flows, useful_needs_active=False
         )
     job.act.never = never  # loop counters: never a tangent
+    found = [
+        activity_pass.out_problem(c, job.act.active, job.parsed.source) for c in calls
+    ]
+    if any(found):
+        raise UnsupportedSyntaxError([p for p in found if p is not None])
 
 
 def differentiate(job, module) -> None:

@@ -29,6 +29,7 @@ from s2sad.transforms.front import (
     inplace,
     instances,
     objects,
+    outarg,
     parse,
     starred,
 )
@@ -43,6 +44,7 @@ def validate(job, module) -> None:
     tuple and a dict parameter)."""
     generators.run(job.parsed, job.top)
     validate_pass.run(job.parsed, module.helper, entry=job.top)
+    outarg.run(job.parsed)
     inplace.run(job.parsed, top=job.top)
     args = job.node.args
     if args.kwarg is not None:  # always a dict: its .get is read as items

@@ -1,0 +1,121 @@
+"""``out=`` on a NumPy call, written as the item assignment it is.
+
+``np.add(y, x, out=y)`` computes ``y + x`` and writes it into the array ``y``
+holds; so does ``y[...] = np.add(y, x)``, which the rest of the compiler
+already treats as Python does (validate, before the in-place pass)::
+
+    np.add(y, x, out=y)              y[...] = np.add(y, x)
+    z = np.multiply(h, 0.5, out=h)   h[...] = np.multiply(h, 0.5)
+                                     z = h
+
+On a local array nothing else holds, the item assignment is differentiated as
+any other; one with views or aliases goes through the aliasing checks; on an
+argument of the differentiated function, the function works on a copy taken
+at entry and writes it back at exit (front/inplace.py); on a callee's
+parameter it is refused there.  Only NumPy functions (ufuncs and functions of
+the ``numpy`` namespace), ``out=`` a plain name (or a one-name tuple), and no
+``where=`` (which leaves some items as they were).  Any other ``out=`` whose
+inputs are differentiated is refused by activity (front/activity.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import numpy as np
+
+from s2sad.transforms.astutil import copy_loc, name
+from s2sad.transforms.front.parse import MISSING
+
+
+def _numpy_function(func: ast.expr, env: Any) -> bool:
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return False
+    obj = env.lookup(func.id)
+    for attr in reversed(path):
+        obj = getattr(obj, attr, MISSING)
+    if isinstance(obj, np.ufunc):
+        return True
+    module = getattr(obj, "__module__", None) or ""
+    return callable(obj) and (module == "numpy" or module.startswith("numpy."))
+
+
+def _target(call: ast.Call, env: Any, local: set) -> str | None:
+    """The name ``out=`` writes into, when this call can be rewritten."""
+    outs = [k for k in call.keywords if k.arg == "out"]
+    if len(outs) != 1 or any(k.arg in ("where", None) for k in call.keywords):
+        return None
+    v = outs[0].value
+    if isinstance(v, ast.Tuple) and len(v.elts) == 1:
+        v = v.elts[0]
+    if not isinstance(v, ast.Name) or v.id not in local:
+        return None  # a global or a closure's array: refused by activity
+    if not _numpy_function(call.func, env):
+        return None
+    return v.id
+
+
+def _rewrite(s: ast.stmt, env: Any, local: set) -> list[ast.stmt] | None:
+    if isinstance(s, ast.Expr):
+        call, rest = s.value, None
+    elif (
+        isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+    ):
+        call, rest = s.value, s.targets[0].id
+    else:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    t = _target(call, env, local)
+    if t is None:
+        return None
+    call.keywords = [k for k in call.keywords if k.arg != "out"]
+    into = ast.Subscript(
+        value=name(t), slice=ast.Constant(value=Ellipsis), ctx=ast.Store()
+    )
+    out = [ast.Assign(targets=[into], value=call)]
+    if rest is not None:
+        out.append(ast.Assign(targets=[name(rest, store=True)], value=name(t)))
+    return [copy_loc(stmt, s) for stmt in out]
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, env: Any, local: set):
+        self.env, self.local = env, local
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                new: list[ast.stmt] = []
+                for s in stmts:
+                    done = _rewrite(s, self.env, self.local)
+                    new.extend(done if done is not None else [s])
+                setattr(node, field, new)
+        return node
+
+    def visit_FunctionDef(self, node):  # nested functions: their own compile
+        return node if node is not self.root else self.generic_visit(node)
+
+    visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def run(parsed: Any) -> None:
+    """Rewrite the function's ``out=`` calls (see the module docstring)."""
+    node = parsed.node
+    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    r = _Rewriter(parsed.env, local)
+    r.root = parsed.node
+    r.visit(parsed.node)
