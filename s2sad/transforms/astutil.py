@@ -174,3 +174,12 @@ def function_def(
         type_comment=None,
         type_params=[],
     )
+
+
+def in_loop(root: ast.AST, stmt: ast.AST) -> bool:
+    """Whether ``stmt`` sits in a ``for`` or ``while`` of ``root`` (True when it
+    is not in ``root`` at all: the safe answer for how often it runs)."""
+    loops = [n for n in ast.walk(root) if isinstance(n, (ast.For, ast.While))]
+    if any(stmt is n for loop in loops for n in ast.walk(loop)):
+        return True
+    return not any(stmt is n for n in ast.walk(root))

@@ -20,6 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.astutil import in_loop
 from s2sad.transforms.front.fresh import fresh_marks
 from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
@@ -310,20 +311,9 @@ def user_call(
         0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
     )
     fresh = fresh_marks(ff.parsed.node, s, v, ff.local_functions)
-    root = ff.parsed.node
-    loops = (n for n in ast.walk(root) if isinstance(n, (ast.For, ast.While)))
-    looped = any(s is n for loop in loops for n in ast.walk(loop)) or not any(
-        s is n for n in ast.walk(root)
-    )
+    looped = in_loop(ff.parsed.node, s)  # how often the callee runs
     job = ff.module.request(
-        info,
-        pattern,
-        ff.parsed,
-        ff.local_functions,
-        site,
-        fresh,
-        in_loop=looped,
-        call=v,
+        info, pattern, ff.parsed, ff.local_functions, site, fresh, looped, v
     )
     fname = job.names[0]
     jvp_call = ast.Call(
