@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad.testing import numerical_grad
 from s2sad.errors import UnsupportedSyntaxError
 from tests.corpus import cases_mutation  # noqa: F401
 from tests.corpus.registry import CASES
@@ -131,9 +132,20 @@ def appends_to_argument(x, log):
     return np.sum(x * x)
 
 
-def test_item_assignment_into_a_differentiated_argument_is_refused_in_a_callee():
-    def outer(x, W):
+def test_item_assignment_into_a_callee_parameter_given_a_new_array():
+    def outer(x, W):  # x * 1.0: nobody else sees the change (front/inplace.py)
         return differentiated_item(x * 1.0, W)
+
+    x, W = np.array([0.3, -0.7, 1.1]), np.arange(6.0).reshape(2, 3)
+    got = s2sad.grad(outer, argnums=(0, 1))(x, W)
+    want = numerical_grad(outer, [x, W], (0, 1))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=1e-6)
+
+
+def test_item_assignment_into_a_differentiated_argument_is_refused_in_a_callee():
+    def outer(x, W):  # the caller's x would change: refused
+        return differentiated_item(x, W) + np.sum(x)
 
     with pytest.raises(
         UnsupportedSyntaxError, match="in-place change of the argument 'x'"

@@ -17,7 +17,7 @@ from typing import Any
 
 from s2sad.binding import object_key
 from s2sad.options import Options
-from s2sad.transforms import comments
+from s2sad.transforms import astutil, comments
 from s2sad.transforms.astutil import Namer, anno, name
 from s2sad.transforms.front import parse
 
@@ -212,7 +212,7 @@ class ModuleBuilder:
         local_functions: dict,
         site: Any = None,
         scalars: tuple = (),
-        in_loop: bool = True,
+        in_loop: bool | None = None,
         call: Any = None,
     ) -> Job:
         """The job compiling a called user function for ``pattern`` (queued if new).
@@ -224,7 +224,9 @@ class ModuleBuilder:
         """
         job = self._request(info, pattern, caller, local_functions, site, scalars)
         key3 = (id(job), id(caller), id(call) if call is not None else None)
-        self.call_sites[key3] = (job, caller, in_loop or call is None)
+        if in_loop is None:  # forward mode: from where the call is
+            in_loop = call is None or astutil.in_loop(caller.node, call)
+        self.call_sites[key3] = (job, caller, in_loop)
         return job
 
     def _request(self, info, pattern, caller, local_functions, site, scalars) -> Job:

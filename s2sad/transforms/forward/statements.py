@@ -20,8 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
-from s2sad.transforms.astutil import in_loop
-from s2sad.transforms.front.fresh import fresh_marks
+from s2sad.transforms.front.fresh import fresh_marks, refuse_unseen_change
 from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
@@ -297,6 +296,7 @@ def user_call(
     useful = ff.useful(x)
     active = [a for a in v.args if useful and _has_tangent(ff, a)]
     if not active and info.kind == "user":
+        refuse_unseen_change(ff.parsed, s, v, ff.act.active, ff.local_functions)
         tan: list[ast.stmt] = []
         if useful:
             ff.set_tangent(x, None, tan)
@@ -311,9 +311,8 @@ def user_call(
         0 if a not in active else 2 if a.id in ff.holey else 1 for a in v.args
     )
     fresh = fresh_marks(ff.parsed.node, s, v, ff.local_functions)
-    looped = in_loop(ff.parsed.node, s)  # how often the callee runs
     job = ff.module.request(
-        info, pattern, ff.parsed, ff.local_functions, site, fresh, looped, v
+        info, pattern, ff.parsed, ff.local_functions, site, fresh, call=v
     )
     fname = job.names[0]
     jvp_call = ast.Call(
@@ -389,6 +388,7 @@ def expr_call(ff: FunctionForward, s: ast.Expr, out: list[ast.stmt]) -> None:
     """A call whose value is dropped: only in-place changes matter to tangents."""
     v = s.value
     info = anno(v)["call"]
+    refuse_unseen_change(ff.parsed, s, v, ff.act.active, ff.local_functions)
     if info.kind == "method" and isinstance(v.func.value, ast.Name):
         _method_statement(ff, s, v.func.value.id, info.target, out)
         return

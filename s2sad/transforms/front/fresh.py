@@ -79,9 +79,48 @@ def fresh_marks(
     return tuple("fresh" if m else False for m in marks) if any(marks) else ()
 
 
+def unseen_change(info: Any, call: ast.Call, flags, marks, local_functions, source):
+    """The error for a call to a user function run as plain Python (its result
+    is not used) that changes a differentiated argument in place (``step(y, 0,
+    v)`` with ``p[i] = v`` inside): the change would carry no gradient.  None
+    when no such argument, or it is a new array nobody reads again (``marks``:
+    ``"fresh"`` per argument).  ``flags``: per argument, differentiated or not."""
+    if getattr(info, "kind", "") != "user" or not any(flags):
+        return None
+    changed = changed_params(info, local_functions)
+    for i, (a, active) in enumerate(zip(call.args, flags)):
+        fresh = i < len(marks) and marks[i] == "fresh"
+        if active and i in changed and not fresh and isinstance(a, ast.Name):
+            from s2sad.errors import UnsupportedSyntaxError
+
+            what = ast.unparse(call.func)
+            return UnsupportedSyntaxError(
+                source.problem(
+                    call,
+                    f"'{what}(...)' changes the differentiated array '{a.id}' in "
+                    "place and its result is not used: the change would carry "
+                    "no gradient",
+                    f"make '{what}' return a new array and assign it: "
+                    f"{a.id} = {what}(...) (in it: p = p.copy() before p[i] = v)",
+                )
+            )
+    return None
+
+
+def refuse_unseen_change(parsed, stmt, call, active, local_functions) -> None:
+    """Forward mode: :func:`unseen_change` raised, marks from :func:`fresh_marks`."""
+    flags = [isinstance(a, ast.Name) and a.id in active for a in call.args]
+    marks = fresh_marks(parsed.node, stmt, call, local_functions)
+    info = anno(call).get("call")
+    err = unseen_change(info, call, flags, marks, local_functions, parsed.source)
+    if err is not None:
+        raise err
+
+
 def changed_params(info: Any, local_functions: dict) -> set[int]:
     """Positions of the call's arguments whose parameter the callee changes in
-    place (``p += g``, ``out=p``), by its source; all when it cannot tell."""
+    place (``p += g``, ``out=p``, ``p[i] = v``), by its source; all when it
+    cannot tell."""
     every = set(range(64))
     kind = getattr(info, "kind", "")
     if kind == "local":
@@ -106,6 +145,12 @@ def changed_params(info: Any, local_functions: dict) -> set[int]:
     for sub in ast.walk(node):
         if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             changed.add(sub.target.id)
+        for t in sub.targets if isinstance(sub, ast.Assign) else []:
+            root = t
+            while isinstance(root, ast.Subscript):  # p[i] = v, p[i][j] = v
+                root = root.value
+            if isinstance(root, ast.Name) and root is not t:
+                changed.add(root.id)
         out = isinstance(sub, ast.keyword) and sub.arg == "out"
         if out and isinstance(sub.value, ast.Name):
             changed.add(sub.value.id)

@@ -50,6 +50,8 @@ def run(parsed: Any, top: bool = False) -> None:
     examples = parsed.example_args
     if top:
         params -= entry_copies(parsed)
+    else:
+        params -= fresh_copies(parsed)
     mutable = {
         p
         for p in params
@@ -141,6 +143,30 @@ def entry_copies(parsed: Any) -> set[str]:
     return done
 
 
+def fresh_copies(parsed: Any) -> set[str]:
+    """A callee's parameter that every call passes a new array nobody else holds
+    or reads again (``ParsedFunction.fresh_params``) and that it writes items
+    into (``p[i] = v``, ``np.add(p, v, out=p)``): worked on as a copy taken at
+    entry, not written back: nobody could see the change.  (``p += g`` alone
+    needs no copy: it rebinds ``p``.)"""
+    node, done = parsed.node, set()
+    for p in sorted(parsed.fresh_params):
+        if _items_written(node, p) and _in_place_only(node, p):
+            _rewrite(node, p, _fresh(node, f"{p}_local"), back_too=False)
+            done.add(p)
+    return done
+
+
+def _items_written(node: ast.FunctionDef, p: str) -> bool:
+    for sub in ast.walk(node):
+        for t in sub.targets if isinstance(sub, ast.Assign) else []:
+            while isinstance(t, ast.Subscript):
+                t = t.value
+                if isinstance(t, ast.Name) and t.id == p:
+                    return True
+    return False
+
+
 def _in_place_only(node: ast.FunctionDef, p: str) -> bool:
     changed = False
     for stmt in node.body:
@@ -184,7 +210,7 @@ def _fresh(node: ast.FunctionDef, base: str) -> str:
     return out
 
 
-def _rewrite(node: ast.FunctionDef, p: str, local: str) -> None:
+def _rewrite(node: ast.FunctionDef, p: str, local: str, back_too=True) -> None:
     for stmt in node.body:
         for sub in _walk(stmt):
             if isinstance(sub, ast.Name) and sub.id == p:
@@ -207,6 +233,8 @@ def _rewrite(node: ast.FunctionDef, p: str, local: str) -> None:
         type_comment=None,
     )
     node.body.insert(0, copy_loc(copy, first))
+    if not back_too:
+        return
     origin = ["module", "s2sad.runtime.objects", "write_argument"]
 
     def back(like: ast.stmt) -> ast.stmt:

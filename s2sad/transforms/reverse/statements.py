@@ -27,6 +27,7 @@ import operator
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control, nancheck
 from s2sad.transforms.reverse.rules import RuleCalls
+from s2sad.transforms.front import fresh
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
@@ -293,6 +294,16 @@ class FunctionReverser(RuleCalls):
         scalars = anno(v).get("scalar_args", ())
         if not any(pattern) or not useful:
             if info.kind == "user":
+                err = fresh.unseen_change(
+                    info,
+                    v,
+                    pattern,
+                    scalars,
+                    self.fc.module_locals,
+                    self.fc.parsed.source,
+                )
+                if err is not None:
+                    raise err
                 return as_written(v), None
             fwd_name = self.fc.request(info, pattern, scalars, in_loop, v).names[0]
             return (
