@@ -112,3 +112,27 @@ def test_a_dropped_result_that_changed_a_differentiated_array_is_refused(fn):
             run()
         assert f"test_callee_items.py:{line}:" in str(e.value)
         assert "changes the differentiated array" in str(e.value)
+
+
+def write_through_an_alias(p, v):
+    a = p["x"]
+    a[0] = v[0] * 2.0
+
+
+def config_changed_by_a_helper(v, p):
+    write_through_an_alias(p, v)  # was a silent zero gradient for v[0]
+    return np.sum(p["x"] * v)
+
+
+def test_a_dropped_result_that_changed_an_object_through_an_alias_is_refused():
+    line = config_changed_by_a_helper.__code__.co_firstlineno + 1
+    v = np.array([0.5, 0.2, 0.3])
+    runs = [
+        lambda: s2sad.grad(config_changed_by_a_helper)(v, {"x": np.ones(3)}),
+        lambda: s2sad.jvp(config_changed_by_a_helper)(v, {"x": np.ones(3)}, v),
+    ]
+    for run in runs:
+        with pytest.raises(UnsupportedSyntaxError) as e:
+            run()
+        assert f"test_callee_items.py:{line}:" in str(e.value)
+        assert "changes an object it is given in place" in str(e.value)

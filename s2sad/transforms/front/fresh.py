@@ -104,6 +104,22 @@ def unseen_change(info: Any, call: ast.Call, flags, marks, local_functions, sour
                     f"{a.id} = {what}(...) (in it: p = p.copy() before p[i] = v)",
                 )
             )
+    reached = changed_params(info, local_functions, reach=True)
+    fresh = {i for i, m in enumerate(marks) if m == "fresh"}
+    if any(i == -1 or (i < len(call.args) and i not in fresh) for i in reached):
+        from s2sad.errors import UnsupportedSyntaxError
+
+        what = ast.unparse(call.func)
+        return UnsupportedSyntaxError(
+            source.problem(
+                call,
+                f"'{what}(...)' is given differentiated values and changes an "
+                "object it is given in place, and its result is not used: s2sad "
+                "runs it as plain Python, so what it writes there would carry no "
+                "gradient",
+                f"make '{what}' return what it computes and assign it here",
+            )
+        )
     return None
 
 
@@ -117,10 +133,12 @@ def refuse_unseen_change(parsed, stmt, call, active, local_functions) -> None:
         raise err
 
 
-def changed_params(info: Any, local_functions: dict) -> set[int]:
+def changed_params(info: Any, local_functions: dict, reach=False) -> set[int]:
     """Positions of the call's arguments whose parameter the callee changes in
     place (``p += g``, ``out=p``, ``p[i] = v``), by its source; all when it
-    cannot tell."""
+    cannot tell.  ``reach``: also through names that hold part of a parameter
+    (``a = p["x"]; a[0] = v``), attribute stores and container methods
+    (``p.cache = v``, ``p.append(v)``); a method's receiver is position -1."""
     every = set(range(64))
     kind = getattr(info, "kind", "")
     if kind == "local":
@@ -154,7 +172,53 @@ def changed_params(info: Any, local_functions: dict) -> set[int]:
         out = isinstance(sub, ast.keyword) and sub.arg == "out"
         if out and isinstance(sub.value, ast.Name):
             changed.add(sub.value.id)
+    if reach:
+        changed |= _reached_changes(node, params)
     return {i - offset for i, p in enumerate(params) if p in changed}
+
+
+_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "fill"}
+
+
+def _reached_changes(node: ast.FunctionDef, params: list[str]) -> set[str]:
+    """The parameters whose objects the function changes, through the names
+    that hold a part of them."""
+    owner = {p: p for p in params}  # name -> the parameter it holds part of
+    grew = True
+    while grew:
+        grew = False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                t, v = sub.targets[0], sub.value
+                while isinstance(v, (ast.Subscript, ast.Attribute)):
+                    v = v.value
+                if (
+                    isinstance(t, ast.Name)
+                    and isinstance(v, ast.Name)
+                    and v.id in owner
+                    and t.id not in owner
+                ):
+                    owner[t.id] = owner[v.id]
+                    grew = True
+    out = set()
+    for sub in ast.walk(node):
+        whole = []  # the name itself changes: p += g, p.append(v), out=p
+        parts = sub.targets if isinstance(sub, ast.Assign) else []
+        if isinstance(sub, ast.AugAssign):
+            whole = [sub.target]
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
+            whole = [sub.func.value] if sub.func.attr in _MUTATORS else []
+        elif isinstance(sub, ast.keyword) and sub.arg == "out":
+            whole = [sub.value]
+        for t in whole + parts:
+            root = t
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            if not isinstance(root, ast.Name) or root.id not in owner:
+                continue
+            if root is not t or t in whole:
+                out.add(owner[root.id])
+    return out
 
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)
