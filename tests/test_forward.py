@@ -257,9 +257,17 @@ def test_in_place_change_of_an_argument_works_on_a_copy():
     np.testing.assert_array_equal(x, [1.0, 2.0, 5.0])  # as Python leaves it
 
 
-def test_in_place_change_of_an_argument_in_a_callee_is_refused():
-    def outer(x):
+def test_in_place_change_of_a_new_array_in_a_callee_works_on_a_copy():
+    def outer(x):  # x * 1.0: nobody else sees the change
         return fc.mutates_argument(x * 1.0)
+
+    value, tangent = s2sad.jvp(outer)(np.array([3.0, 2.0, 5.0]), np.ones(3))
+    assert value == 8.0 and tangent == 2.0
+
+
+def test_in_place_change_of_an_argument_in_a_callee_is_refused():
+    def outer(x):  # the caller's x would change
+        return fc.mutates_argument(x) + np.sum(x)
 
     with pytest.raises(
         UnsupportedSyntaxError, match="in-place change of the argument 'x'"
