@@ -69,6 +69,21 @@ def in_a_loop(X, layer):
     return total
 
 
+class Net:
+    def __init__(self, n):
+        self.layers = [BatchNorm(n), BatchNorm(n)]
+
+    def forward(self, X):
+        for layer in self.layers:
+            X = np.tanh(layer.forward_pass(X))
+        return X
+
+
+def two_layers_of_the_class(X, net):
+    # two objects, but one compiled method run twice: refused (conservative)
+    return np.sum(net.forward(X) ** 2)
+
+
 SHAPES = [(6, 4), (3, 2), (5, 1)]
 FUNCTIONS = [once, once_in_a_callee]
 
@@ -121,9 +136,13 @@ def test_forward_mode_and_second_order(fn):
     assert_close_tree(hv, fd, rtol=1e-4, atol=1e-6, where="hvp")
 
 
-@pytest.mark.parametrize("fn", [twice, in_a_loop], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [twice, in_a_loop, two_layers_of_the_class], ids=lambda f: f.__name__
+)
 def test_a_method_that_may_run_twice_is_refused_at_the_read(fn):
     X, layer = _data((6, 4))
+    if fn is two_layers_of_the_class:
+        layer = Net(4)
     with pytest.raises(UnsupportedSyntaxError) as e:
         s2sad.grad(fn)(X, layer)
     msg = str(e.value)
