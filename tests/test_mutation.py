@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.testing import numerical_grad
 from s2sad.errors import UnsupportedSyntaxError
+from s2sad.testing import numerical_grad
 from tests.corpus import cases_mutation  # noqa: F401
 from tests.corpus.registry import CASES
 
