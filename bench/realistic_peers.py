@@ -54,6 +54,9 @@ NOTES = {
     "triangle of cov, and the finite differences follow it; autograd and JAX "
     "return the symmetric gradient, which agrees with the differences along "
     "symmetric directions only (a convention, not a bug of the peers)",
+    "probabilistic.beta_binomial_nll": "jax.scipy.special.betaln(8.2, 4.2) "
+    "differs from SciPy's by 1e-6 (relative 1.2e-7; the value is compared at "
+    "1e-6 for peers); JAX's gradient agrees with the differences",
     "classic.cosine_triplet_loss": "autograd 0.10.2's gradient of "
     "np.linalg.norm(e, axis=1, keepdims=True) is wrong (without keepdims it is "
     "right): an autograd bug",
@@ -227,7 +230,7 @@ def _check(prog, seed, grads, value=None, value_rtol=1e-10):
     if value is not None:
         want_value = float(prog.fn(*prog.args(seed)))
         if not np.isclose(float(value), want_value, rtol=value_rtol, atol=0):
-            return f"value {float(value):.6g} != {want_value:.6g}"
+            return f"value {float(value):.12g} != {want_value:.12g}"
     rng = np.random.default_rng(100 + seed)
     for _ in range(2):
         args = prog.args(seed)
@@ -239,10 +242,10 @@ def _check(prog, seed, grads, value=None, value_rtol=1e-10):
     return None
 
 
-def _classify(run_one, prog, value_rtol=1e-8):
+def _classify(run_one, prog, value_rtol=1e-6):
     """Peers compute the value with their own special functions: their value
-    is compared at 1e-8 (s2sad runs the program's own NumPy calls: 1e-10, as
-    the test suite does)."""
+    is compared at 1e-6 (s2sad runs the program's own NumPy and SciPy calls:
+    1e-10, as the test suite does)."""
     try:
         for seed in (0, 1):
             value, grads = run_one(seed)
@@ -338,7 +341,7 @@ def load_programs(only=None):
     for info in pkgutil.iter_modules(package.__path__):
         if info.name not in ("registry", "test_realistic", "__init__"):
             importlib.import_module(f"{SUITE_PACKAGE}.{info.name}")
-    programs = list(PROGRAMS)
+    programs = sorted(PROGRAMS, key=lambda p: p.kind)  # stable within a module
     if only:
         wanted = set(only)
         programs = [p for p in programs if p.name in wanted or p.fn.__name__ in wanted]
