@@ -98,6 +98,12 @@ class AliasingError(LocatedError):
     """An array is mutated while another name still refers to (a view of) it."""
 
 
+class UnsupportedOperationError(S2SADError, ValueError):
+    """The gradient code reached, while it ran, an operation s2sad does not
+    differentiate (its note names the user's line): e.g. a tuple of
+    differentiated values concatenated with ``+``."""
+
+
 class SourceUnavailableError(S2SADError):
     """The function has no Python source that s2sad can read."""
 

@@ -112,9 +112,9 @@ def add_note(exc: BaseException, fun: Any, what: str = "gradient") -> None:
 
 def into_message(exc: BaseException, fun: Any) -> BaseException:
     """``exc`` with :func:`note` appended to its message (not as a note): for
-    errors whose message must name the user's line (ForeignArrayError); other
-    exceptions come back unchanged."""
-    if type(exc).__name__ != "ForeignArrayError":
+    errors whose message must name the user's line (ForeignArrayError,
+    UnsupportedOperationError); other exceptions come back unchanged."""
+    if type(exc).__name__ not in ("ForeignArrayError", "UnsupportedOperationError"):
         return exc
     try:
         text = note(exc, fun)

@@ -19,7 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.errors import GlobalsChangedError, Problem, UnsupportedSyntaxError
+from s2sad.errors import (
+    GlobalsChangedError,
+    Problem,
+    UnsupportedOperationError,
+    UnsupportedSyntaxError,
+)
 from s2sad.runtime import backend, pytrees
 from s2sad.runtime.finite import (
     check_finite,
@@ -106,10 +111,10 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         return g.sum(axis=tuple(range(g.ndim)))
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
-            raise ValueError(
+            raise UnsupportedOperationError(
                 f"cotangent of length {len(g)} for a sequence of length {len(like)}: "
-                "concatenating differentiated lists with '+' is not supported; "
-                "build the list with list.append instead"
+                "concatenating lists or tuples of differentiated values with '+' "
+                "is not supported; build one list with list.append instead"
             )
         return g
     if hasattr(g, "to_dense") and not isinstance(like, (list, tuple, dict)):

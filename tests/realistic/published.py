@@ -67,11 +67,11 @@ def lstm_predict(params, inputs):
 
 @program(
     _lstm_params,
-    refused="ValueError",
-    why="a defect, not a clean refusal: concat_and_multiply(weights, *args) builds "
-    "'args + (np.ones(...),)'; the gradient compiles, then its backward pass raises "
-    "a ValueError from unbroadcast (a tuple concatenated with '+' is not supported) "
-    "instead of an s2sad.errors exception at compile time",
+    refused="UnsupportedOperationError",
+    why="concat_and_multiply(weights, *args) builds 'args + (np.ones(...),)': a "
+    "tuple of differentiated values concatenated with '+', refused while the "
+    "gradient runs (its backward pass cannot tell which operand a cotangent "
+    "belongs to), with the user's line",
 )
 def autograd_lstm_log_likelihood(params, inputs):
     # autograd/examples/lstm.py: predict the next character of each sequence
