@@ -3,7 +3,7 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
-              -> activity -> aliasing -> shifts -> reverse -> cleanup -> assemble
+              -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
               -> buffers -> scalar -> methods                     (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
@@ -34,7 +34,7 @@ from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import methods, scalar
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
-from s2sad.transforms.front import hoist, objects, parse, peel, prepare, shifts
+from s2sad.transforms.front import fuse, hoist, objects, parse, peel, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
 
@@ -58,6 +58,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("activity", forward.activity, (FORWARD,)),
     ("aliasing", reverse.aliasing, BOTH),  # forward mode rebinds as well
     ("shifts", shifts.run, (REVERSE,)),
+    ("fuse", fuse.run, (REVERSE,)),
     ("reverse", reverse.differentiate, (REVERSE,)),
     ("forward", forward.differentiate, (FORWARD,)),
     ("cleanup", reverse.cleanup, (REVERSE,)),

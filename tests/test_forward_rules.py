@@ -430,6 +430,8 @@ def test_nn():
     labels = np.array([0, 2, 1])
     check_jvp(nn.softmax, rnd(3, 4))
     check_jvp(nn.log_softmax, rnd(3, 4), 0)
+    check_jvp(activations.log_softmax_as_written, rnd(3, 4), 1)
+    check_jvp(activations.log_softmax_as_written, rnd(2, 3, 4), None)
     check_jvp(nn.softmax_cross_entropy, rnd(3, 4), labels)
     check_jvp(nn.binary_cross_entropy_with_logits, rnd(3, 4), pos(3, 4) / 2)
     check_jvp(nn.dense, rnd(2, 3), rnd(3, 4), rnd(4))
@@ -569,6 +571,7 @@ def _tested_primals() -> set:
         copy.deepcopy,
         nn.softmax,
         nn.log_softmax,
+        activations.log_softmax_as_written,
         nn.softmax_cross_entropy,
         nn.binary_cross_entropy_with_logits,
         nn.dense,

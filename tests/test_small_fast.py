@@ -194,10 +194,23 @@ def test_sum_and_mean_gradients_near_and_past_the_fill_size(shape):
 def test_finalize_copies_same_shaped_cotangents_keeping_their_layout():
     x = np.zeros((3, 4))
     g = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    kept = g  # another name sees g: finalize must copy
     out = finalize(g, x)
-    assert out is not g and not np.shares_memory(out, g)
+    assert out is not g and not np.shares_memory(out, g) and kept is g
     np.testing.assert_array_equal(out, g)
     assert out.flags.f_contiguous  # like np.array(g, copy=True) before
+
+
+def test_finalize_returns_a_fresh_cotangent_nobody_else_sees_without_a_copy():
+    x = np.zeros((3, 4))
+    g = np.arange(12.0).reshape(3, 4).copy()
+    assert finalize(g, x) is g  # only this frame's variable refers to g
+    view = g[1:]
+    assert finalize(g, x) is not g  # a view keeps g alive elsewhere
+    assert finalize(view, np.zeros((2, 4))) is not view  # a view: always copied
+    buf = np.ones((3, 4))
+    g2 = buf.reshape(3, 4)  # a view of another array
+    assert finalize(g2, x) is not g2
     view = np.broadcast_to(np.float64(2.0), (3, 4))
     got = finalize(view, x)
     assert got.flags.writeable and got.flags.owndata

@@ -20,6 +20,8 @@ Conventions (as in :mod:`s2sad.runtime.nn`):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from s2sad.runtime.registry import adjoint
@@ -92,9 +94,49 @@ def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return z
 
 
-@adjoint(log_softmax)
-def d_log_softmax(g, ans, x, axis=-1):
-    return (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)
+def log_softmax_as_written(x: np.ndarray, axis: Any = -1, out: Any = None) -> Any:
+    """``x - np.log(np.sum(np.exp(x), axis=axis, keepdims=True))``, the same
+    operations in the same order (no max shift of its own, so the values are the
+    ones the four statements give): what the ``fuse`` pass writes for them.
+    ``out``: a buffer for the result (x's shape and float dtype), used when it
+    fits; ``exp(x)`` goes there first, so only the sums are allocated."""
+    if (
+        type(x) is np.ndarray
+        and type(out) is np.ndarray
+        and x.dtype.kind == "f"
+        and out.shape == x.shape
+        and out.dtype == x.dtype
+        and out.flags.writeable
+        and not np.may_share_memory(out, x)
+    ):
+        e = np.exp(x, out=out)
+        s = np.sum(e, axis=axis, keepdims=True)
+        return np.subtract(x, np.log(s, out=s), out=out)
+    s = np.sum(np.exp(x), axis=axis, keepdims=True)
+    return np.subtract(x, np.log(s, out=s))
+
+
+@adjoint(log_softmax, log_softmax_as_written)
+def d_log_softmax(g, ans, x, axis=-1, out=None, *, into=None):
+    """``g - softmax * sum(g)``; softmax is ``exp(ans)``, one pass, no tape.
+    ``into``: a buffer for the cotangent (see ``s2sad.runtime.contractions``)."""
+    buf = into[0] if into else None
+    if (
+        type(buf) is np.ndarray
+        and type(ans) is np.ndarray
+        and type(g) is np.ndarray
+        and buf.shape == ans.shape == g.shape
+        and buf.dtype == ans.dtype
+        and buf.flags.c_contiguous
+        and buf.flags.writeable
+    ):
+        e = np.exp(ans, out=buf)
+    else:
+        e = np.exp(ans)
+    e *= np.sum(g, axis=axis, keepdims=True)
+    if type(g) is np.ndarray and g.shape == e.shape and g.dtype == e.dtype:
+        return (np.subtract(g, e, out=e),)
+    return (g - e,)
 
 
 # ================================================================ tangents
@@ -110,7 +152,7 @@ def jvp_softmax(t, ans, x, axis=-1):
     return ans * (t - np.sum(t * ans, axis=axis, keepdims=True))
 
 
-@tangent(log_softmax)
+@tangent(log_softmax, log_softmax_as_written)
 def jvp_log_softmax(t, ans, x, axis=-1):
     return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
 

@@ -197,14 +197,17 @@ def zeros_like(x: Any) -> Any:
 def finalize(g: Any, x: Any, out: Any = None) -> Any:
     """Shape cotangent ``g`` like the argument ``x``: same structure, shape, dtype.
 
-    Returned arrays never alias ``g``'s buffers, so the caller may keep them.
+    Returned arrays never alias a buffer anything else can see, so the caller may
+    keep them: a fresh ``g`` that only the calling variable refers to (see
+    ``exclusive``) is returned itself, every other one is copied.
     ``out`` (the caller's ``out=`` arrays, same structure as ``x``) receives the
     result instead of a new array where it is an array of x's shape and dtype.
     """
     if out is None and type(g) is np.ndarray and type(x) is np.ndarray:
         # the common case first: a cotangent of the argument's shape and dtype
         if g.shape == x.shape and g.dtype == x.dtype and x.dtype.kind in "fc":
-            return np.array(g, copy=True)
+            # a fresh array only the caller's variable sees needs no copy
+            return g if exclusive(g) else np.array(g, copy=True)
     elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
     if g is None:

@@ -95,6 +95,7 @@ class Workspace(_Results):
         results: tuple | None = None,
         root: Any = None,
         min_bytes: int = 0,
+        plain_results: bool = False,
     ):
         super().__init__(results)
         self.layout = layout
@@ -108,6 +109,8 @@ class Workspace(_Results):
             for key, child in layout.children.items()
         }
         small = {k for k, spec in layout.fixed.items() if _nbytes(spec) < min_bytes}
+        if plain_results:  # no out=: a returned gradient's site allocates (no copy)
+            small |= layout.results & layout.fixed.keys()
         for key in small:
             self[key] = None
         for key, spec in layout.fixed.items():
@@ -201,6 +204,9 @@ class Layout:
         #: site key -> key of a temporary that dies at that site (same buffer
         #: when their shapes and dtypes agree); from the function's buffer_shares
         self.shares: dict[str, str] = {}
+        #: sites binding a returned gradient (the function's buffer_results): no
+        #: buffer for them in calls without out= (finalize then copies nothing)
+        self.results: set[str] = set()
 
 
 class Recorder(_Results):
@@ -301,7 +307,9 @@ class Pool:
         try:
             ws = free.pop()
         except IndexError:
-            ws = Workspace(layout, min_bytes=0 if full else SPEED_BYTES)
+            ws = Workspace(
+                layout, min_bytes=0 if full else SPEED_BYTES, plain_results=not full
+            )
         ws.results = results
         try:
             return self.fn(*args, ws=ws), ws
@@ -337,6 +345,7 @@ class Pool:
             self._drop(next(iter(self.layouts)))
         layout = rec.layout()
         layout.shares = dict(getattr(self.fn, "buffer_shares", {}))
+        layout.results = set(getattr(self.fn, "buffer_results", ()))
         self.layouts[key] = layout
         return value, None
 

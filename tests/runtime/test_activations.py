@@ -41,7 +41,9 @@ def test_activation_rules(kernel, shape):
 
 
 @pytest.mark.parametrize("shape", ELEMENTWISE_SHAPES[1:])
-@pytest.mark.parametrize("kernel", [nn.softmax, nn.log_softmax])
+@pytest.mark.parametrize(
+    "kernel", [nn.softmax, nn.log_softmax, activations.log_softmax_as_written]
+)
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_softmax_rules(kernel, shape, axis):
     check_fd(kernel, [randn(*shape)], wrt=[0], kwargs={"axis": axis})
@@ -65,7 +67,16 @@ def test_activation_values_and_stability():
     )
 
 
-@pytest.mark.parametrize("kernel", [nn.relu, nn.sigmoid, nn.softmax, nn.log_softmax])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        nn.relu,
+        nn.sigmoid,
+        nn.softmax,
+        nn.log_softmax,
+        activations.log_softmax_as_written,
+    ],
+)
 def test_activation_float32(kernel):
     x = randn(3, 4, dtype=np.float32)
     out = kernel(x)
@@ -79,6 +90,8 @@ def _check_rule_cases():
         (nn.dense, (r.standard_normal((5, 4)), r.standard_normal((4, 3))), {}),
         (nn.softmax, (r.standard_normal((3, 4)),), {"axis": 0}),
         (nn.log_softmax, (r.standard_normal((3, 4)),), {}),
+        (activations.log_softmax_as_written, (r.standard_normal((3, 4)),), {}),
+        (activations.log_softmax_as_written, (r.standard_normal(5),), {"axis": None}),
     ]
 
 
@@ -91,5 +104,27 @@ def test_rules_pass_check_rule(kernel, args, kwargs):
 
 
 def test_every_rule_is_tested(family_coverage):
-    tested = {nn.dense, nn.relu, nn.sigmoid, nn.softmax, nn.log_softmax}
+    tested = {
+        nn.dense,
+        nn.relu,
+        nn.sigmoid,
+        nn.softmax,
+        nn.log_softmax,
+        activations.log_softmax_as_written,
+    }
     family_coverage("activations", tested)
+
+
+def test_log_softmax_as_written_writes_into_out_and_its_adjoint_into_into():
+    x, g = randn(4, 5), randn(4, 5)
+    want = x - np.log(np.sum(np.exp(x), axis=1, keepdims=True))
+    out = np.empty_like(x)
+    assert activations.log_softmax_as_written(x, axis=1, out=out) is out
+    assert np.array_equal(out, want)
+    buf = np.empty_like(x)
+    ct = activations.d_log_softmax(g, out, x, axis=1, into=(buf,))[0]
+    assert ct is buf
+    np.testing.assert_allclose(ct, g - np.exp(want) * g.sum(axis=1, keepdims=True))
+    wrong = np.empty((5, 4))  # a buffer that does not fit is ignored
+    assert activations.log_softmax_as_written(x, axis=1, out=wrong) is not wrong
+    assert activations.d_log_softmax(g, out, x, axis=1, into=(wrong,))[0] is not wrong

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
@@ -232,6 +233,8 @@ class Facts:
                 and self.is_shaped(v.args[1])
                 and all(self.is_fixed(a) for a in v.args[2:])
             )
+        if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x
+            return self.is_shaped(v.args[0]) and kw_fixed
         if self.rule_of(v) is matmul_zeros:  # a peeled loop's zero product
             return self.is_shaped(v.args[0]) and self.is_shaped(v.args[1])
         helper = helper_of(v)

@@ -17,8 +17,9 @@ workspace (s2sad/runtime/workspace.py); the code itself is unchanged::
 from __future__ import annotations
 
 import ast
+from typing import Any
 
-from s2sad.transforms.astutil import name
+from s2sad.transforms.astutil import anno, name
 from s2sad.transforms.buffers.facts import helper_of
 from s2sad.transforms.buffers.sites import elementwise, is_np_call, once_key
 
@@ -33,6 +34,80 @@ def table(fn: ast.FunctionDef, shares: dict[str, str]) -> list[ast.stmt]:
         values=[ast.Constant(v) for v in shares.values()],
     )
     return [ast.Assign(targets=[attr], value=value, type_comment=None)]
+
+
+def results_table(fn: ast.FunctionDef, keys: list[str]) -> list[ast.stmt]:
+    """``<fn>.buffer_results = (keys...)`` (none if empty): see ``result_keys``."""
+    if not keys:
+        return []
+    attr = ast.Attribute(value=name(fn.name), attr="buffer_results", ctx=ast.Store())
+    value = ast.Tuple(elts=[ast.Constant(k) for k in keys], ctx=ast.Load())
+    return [ast.Assign(targets=[attr], value=value, type_comment=None)]
+
+
+def result_keys(fn: ast.FunctionDef) -> list[str]:
+    """Keys of the sites (outside loops) that bind a gradient ``finalize`` returns.
+
+    A call without ``out=`` arrays gives these sites no buffer (the workspace
+    holds None for them): the site's fresh array is then the gradient itself,
+    which ``finalize`` hands back without the copy a workspace buffer needs.
+    Only which sites get a buffer depends on this list, never a value.
+    """
+    ret = fn.body[-1] if fn.body else None
+    if not isinstance(ret, ast.Return) or not isinstance(ret.value, ast.Tuple):
+        return []
+    grads = ret.value.elts[1] if len(ret.value.elts) > 1 else None
+    wanted = {
+        f.args[0].id
+        for f in getattr(grads, "elts", [])
+        if isinstance(f, ast.Call)
+        and helper_of(f) == "finalize"
+        and f.args
+        and isinstance(f.args[0], ast.Name)
+    }
+    keys: list[str] = []
+    _collect_result_keys(fn.body, wanted, keys)
+    return keys
+
+
+def _collect_result_keys(body: list, wanted: set, keys: list) -> None:
+    for st in body:
+        if isinstance(st, ast.If):
+            _collect_result_keys(st.body, wanted, keys)
+            _collect_result_keys(st.orelse, wanted, keys)
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+            continue
+        target, value = st.targets[0], st.value
+        if isinstance(target, ast.Name) and target.id in wanted:
+            if isinstance(value, ast.Call):
+                key = once_key(value)
+            elif isinstance(value, ast.Subscript) and isinstance(
+                value.slice, ast.Constant
+            ):
+                key = _into_key(value.value, value.slice.value)
+            else:
+                key = None
+        elif isinstance(target, ast.Tuple):
+            key = None
+            for i, t in enumerate(target.elts):
+                if isinstance(t, ast.Name) and t.id in wanted:
+                    k = _into_key(value, i)
+                    if k is not None and k not in keys:
+                        keys.append(k)
+        else:
+            key = None
+        if key is not None and key not in keys:
+            keys.append(key)
+
+
+def _into_key(call: ast.expr, i: Any) -> str | None:
+    """The key of ``ws["key"]`` at place ``i`` of ``call``'s ``into=(...)``."""
+    if not isinstance(call, ast.Call) or not isinstance(i, int):
+        return None
+    for k in call.keywords:
+        if k.arg == "into" and isinstance(k.value, ast.Tuple) and i < len(k.value.elts):
+            return anno(k.value.elts[i]).get("buffer")
+    return None
 
 
 def dying_operands(fn: ast.FunctionDef, np_alias: str) -> dict[str, str]:

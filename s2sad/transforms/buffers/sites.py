@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
@@ -164,6 +165,8 @@ class Sites(Facts):
             return self._with_out(v, label, in_loop)
         if self.rule_of(v) in (stepwise_matmul, matmul_zeros) and not v.keywords:
             return self._with_out(v, label, in_loop)  # hoist's and peel's products
+        if self.rule_of(v) is log_softmax_as_written and len(v.args) == 1:
+            return self._with_out(v, label, in_loop)  # fuse's (x, axis=...)
         if self.rule_of(v) is add_at_index and len(v.args) == 4 and not v.keywords:
             return self._with_out(v, label, in_loop)  # a copy of g_x goes there
         helper = helper_of(v)

@@ -70,7 +70,9 @@ def top_level(fn: ast.FunctionDef, module: Any, namer: Namer) -> list[ast.stmt]:
     _add_ws_param(fn, module)
     for site, donor in sharing.dying_operands(fn, sites.np).items():
         sites.shares.setdefault(site, donor)
-    return sharing.table(fn, sites.shares)
+    return sharing.table(fn, sites.shares) + sharing.results_table(
+        fn, sharing.result_keys(fn)
+    )
 
 
 def callee(fn: ast.FunctionDef, module: Any, namer: Namer) -> bool:
