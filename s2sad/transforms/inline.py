@@ -166,6 +166,22 @@ def bind_np(expr: ast.expr, module) -> None:
 
 
 @functools.lru_cache(maxsize=None)
+def bool_arithmetic(rule_fn) -> bool:
+    """Whether the rule's one returned expression does arithmetic with a
+    comparison (``g * (ans > 0)``): NumPy multiplies booleans, the Array API
+    does not, so the foreign path calls such a rule by name (its Array API
+    version casts the mask) instead of inlining it."""
+    form = inline_form(rule_fn)
+    if form is None:
+        return False
+    return any(
+        isinstance(n, ast.BinOp)
+        and (isinstance(n.left, ast.Compare) or isinstance(n.right, ast.Compare))
+        for n in ast.walk(form.result)
+    )
+
+
+@functools.lru_cache(maxsize=None)
 def definite_positions(rule_fn) -> frozenset[int]:
     """Positions of the rule's result that are never ``None`` at run time.
 

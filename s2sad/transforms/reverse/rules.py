@@ -25,9 +25,15 @@ import ast
 
 import numpy as np
 
+from s2sad.options import FOREIGN
 from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
-from s2sad.transforms.inline import bind_np, definite_positions, instantiate
+from s2sad.transforms.inline import (
+    bool_arithmetic,
+    bind_np,
+    definite_positions,
+    instantiate,
+)
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 
@@ -64,7 +70,12 @@ class RuleCalls:
             ):  # only this cotangent is needed: skip the others' work
                 self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
-        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        exprs = (
+            None
+            if self.fc.module.options.buffers == FOREIGN
+            and bool_arithmetic(rule.adjoint)
+            else instantiate(rule.adjoint, gx, ans, args, kwargs)
+        )
         definite = set(range(len(args)))
         self.direct_assigned = {}
         for e in exprs or ():
