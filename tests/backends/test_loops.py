@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import nn
-from s2sad.runtime import steps
+from s2sad.runtime import nn, steps
 from tests.backends.libraries import check_against_numpy, convert
 from tests.corpus.fd import assert_close_tree, numerical_grad
 

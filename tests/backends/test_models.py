@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.errors import ForeignArrayError
 from s2sad.runtime import nn
 from tests.backends.libraries import check_against_numpy, convert
 from tests.corpus.fd import assert_close_tree, numerical_grad

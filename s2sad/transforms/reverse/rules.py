@@ -29,8 +29,8 @@ from s2sad.options import FOREIGN
 from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
 from s2sad.transforms.inline import (
-    bool_arithmetic,
     bind_np,
+    bool_arithmetic,
     definite_positions,
     instantiate,
 )
