@@ -61,6 +61,24 @@ def user_location(exc: BaseException) -> tuple | None:
     return found
 
 
+def frame_location(frame: Any) -> str | None:
+    """``"forward pass of file.py:12: h = x @ w"`` for a running emitted frame
+    (None when it is not emitted code or the line is not in its table)."""
+    table = frame.f_globals.get(TABLE)
+    if isinstance(table, str):
+        table = frame.f_globals[TABLE] = ast.literal_eval(table)
+    if not isinstance(table, dict):
+        return None
+    code = frame.f_code
+    hit = lookup(table, code.co_name, frame.f_lineno - code.co_firstlineno)
+    if hit is None:
+        return None
+    module, _, lineno, phase, text = hit
+    filename = getattr(sys.modules.get(module), "__file__", None) or f"{module}.py"
+    lineno = _current_line(filename, lineno, text)
+    return f"{PHASES.get(phase, '')}{filename}:{lineno}: {text}"
+
+
 def _filename(module: str, qualname: str, fun: Any) -> str:
     code = getattr(fun, "__code__", None)
     if code is not None and (fun.__module__, fun.__qualname__) == (module, qualname):
@@ -118,6 +136,12 @@ def into_message(exc: BaseException, fun: Any) -> BaseException:
         return exc
     try:
         text = note(exc, fun)
+        found = user_location(exc)
+        if found is not None and exc.args:
+            filename = _filename(found[0], found[1], fun)
+            lineno = _current_line(filename, found[2], found[4])
+            if f"{filename}:{lineno}:" in str(exc.args[0]):
+                return exc  # the message names the line already
         if text and exc.args and text not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]}\n{text}", *exc.args[1:])
     except Exception:  # noqa: BLE001 - a failed note must not hide the error

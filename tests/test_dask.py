@@ -333,3 +333,17 @@ def test_data_sized_creation_keeps_the_graph_small(client):
     """The RNN with a zero state: the lazy graph does not grow with the rows."""
     small, large = _graph_bytes("rnn_zeros", 400), _graph_bytes("rnn_zeros", 4000)
     assert large < small + 2000, (small, large)
+
+
+def test_float_pull_in_the_users_code_names_the_users_line(client):
+    import inspect
+
+    lines, first = inspect.getsourcelines(models.pulled_max)
+    line = first + next(i for i, text in enumerate(lines) if "float(" in text)
+    w, X = np.ones(6) * 0.1, _chunked(np.ones((8, 6)))
+    with pytest.raises(ForeignArrayError) as info:
+        s2sad.grad(models.pulled_max)(w, X, _chunked(np.ones(8)))
+    message = str(info.value)
+    assert "__float__" in message and "emitted code" not in message
+    assert f"forward pass of {models.__file__}:{line}: s = float(np.max(z))" in message
+    assert message.count(f"{models.__file__}:{line}") == 1

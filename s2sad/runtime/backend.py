@@ -325,7 +325,10 @@ def _caller() -> str:
             code = frame.f_code
             return f"the rule {module}.{getattr(code, 'co_qualname', code.co_name)}"
         if "_s2sad_lines" in frame.f_globals:
-            return "the emitted code of your function"
+            from s2sad import locate
+
+            where = locate.frame_location(frame)
+            return f"the {where}" if where else "the emitted code of your function"
         frame = frame.f_back
     return "the gradient code"
 

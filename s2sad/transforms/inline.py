@@ -165,20 +165,21 @@ def bind_np(expr: ast.expr, module) -> None:
             anno(n)["bound"] = True
 
 
-@functools.lru_cache(maxsize=None)
-def bool_arithmetic(rule_fn) -> bool:
-    """Whether the rule's one returned expression does arithmetic with a
-    comparison (``g * (ans > 0)``): NumPy multiplies booleans, the Array API
-    does not, so the foreign path calls such a rule by name (its Array API
-    version casts the mask) instead of inlining it."""
-    form = inline_form(rule_fn)
-    if form is None:
-        return False
-    return any(
-        isinstance(n, ast.BinOp)
-        and (isinstance(n.left, ast.Compare) or isinstance(n.right, ast.Compare))
-        for n in ast.walk(form.result)
-    )
+def bool_arithmetic(exprs: list | None) -> bool:
+    """Whether inlined cotangent expressions do arithmetic with a comparison of
+    arrays (``g * (ans > 0)``; ``(2 == 0)`` of constants is a Python bool):
+    NumPy multiplies booleans, the Array API does not, so the foreign path calls
+    such a rule by name (its Array API version casts the mask) instead."""
+    for e in exprs or ():
+        for n in ast.walk(e) if e is not None else ():
+            if isinstance(n, ast.BinOp):
+                for side in (n.left, n.right):
+                    if isinstance(side, ast.Compare) and not all(
+                        isinstance(v, ast.Constant)
+                        for v in (side.left, *side.comparators)
+                    ):
+                        return True
+    return False
 
 
 @functools.lru_cache(maxsize=None)

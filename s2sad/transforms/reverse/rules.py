@@ -70,12 +70,9 @@ class RuleCalls:
             ):  # only this cotangent is needed: skip the others' work
                 self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
-        exprs = (
-            None
-            if self.fc.module.options.buffers == FOREIGN
-            and bool_arithmetic(rule.adjoint)
-            else instantiate(rule.adjoint, gx, ans, args, kwargs)
-        )
+        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        if self.fc.module.options.buffers == FOREIGN and bool_arithmetic(exprs):
+            exprs = None  # g * (x > 0): called by name (Array API: no bool products)
         definite = set(range(len(args)))
         self.direct_assigned = {}
         for e in exprs or ():
