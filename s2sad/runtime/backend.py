@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import ForeignArrayError
-from s2sad.runtime import arrayapi, backend_dask
+from s2sad.runtime import arrayapi, backend_dask, located
 
 #: the array libraries whose gradients are checked against NumPy's in the tests
 VERIFIED = ("dask", *arrayapi.NAMESPACE_LIBRARIES)
@@ -325,9 +325,7 @@ def _caller() -> str:
             code = frame.f_code
             return f"the rule {module}.{getattr(code, 'co_qualname', code.co_name)}"
         if "_s2sad_lines" in frame.f_globals:
-            from s2sad import locate
-
-            where = locate.frame_location(frame)
+            where = located.frame_location(frame)
             return f"the {where}" if where else "the emitted code of your function"
         frame = frame.f_back
     return "the gradient code"
