@@ -347,3 +347,23 @@ def test_float_pull_in_the_users_code_names_the_users_line(client):
     assert "__float__" in message and "emitted code" not in message
     assert f"forward pass of {models.__file__}:{line}: s = float(np.max(z))" in message
     assert message.count(f"{models.__file__}:{line}") == 1
+
+
+def test_rnn_over_time_steps_runs_the_loop_as_written(client, computes):
+    """``for t in range(T): h = np.tanh(xs[:, t, :] @ Wx + h @ Wh)`` from a zero
+    state over Dask rows: NumPy's gradients, one compute, nothing pulled; NumPy's
+    code hoists and peels the loop, the Dask call's code runs it as written."""
+    from tests.backends.test_loops import rnn
+
+    rng = np.random.default_rng(14)
+    Wx, Wh = rng.normal(size=(3, 4)) * 0.4, rng.normal(size=(4, 4)) * 0.4
+    xs = rng.normal(size=(12, 5, 3))
+    f = s2sad.grad(rnn, argnums=(0, 1))
+    want = f(Wx, Wh, xs)
+    assert "stepwise_matmul" in f.source and "matmul_zeros" in f.source
+    computes.calls = 0
+    got = f(Wx, Wh, da.from_array(xs, chunks=(4, 5, 3)))
+    assert "stepwise_matmul" not in f.source and "matmul_zeros" not in f.source
+    assert computes.calls == 1 and computes.largest <= Wh.size
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
