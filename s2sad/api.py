@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad import locate  # registers the line table's parser for the runtime
 from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
@@ -233,8 +234,6 @@ class GradientFunction(CompiledModule):
         try:
             value, grads = self._run(values, out, seed)
         except S2SADError as exc:  # compile errors: the function must not run again
-            from s2sad import locate  # Dask's errors get the user's line
-
             raise locate.into_message(exc, self.fun)
         except Exception as exc:
             value, grads = self._failed(exc, values, seed, args, kwargs)
@@ -323,7 +322,6 @@ class GradientFunction(CompiledModule):
                 if again is not exc:  # not the user's own error: NumPy's rerun failed
                     raise
         explain_output(self, args, kwargs, exc)
-        from s2sad import locate  # say where in the user's source
 
         locate.add_note(exc, self.fun)
         raise exc

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import NonDifferentiableArgumentError
-from s2sad.runtime import backend, pytrees, support, workspace
+from s2sad.runtime import arrayapi, backend, pytrees, support, workspace
 from s2sad.runtime.workspace import worthwhile
 
 
@@ -196,13 +196,21 @@ _ROUTINES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, np
 _PLAIN = (np.ndarray, np.generic, float, int, bool, list, tuple, dict, type(None), str)
 
 
-def object_signature(values: list[Any]) -> str:
+def object_signature(values: list[Any], namespace: str | None = None) -> str:
     """The cache key part of modules compiled without buffers (forward mode, and
     the plain gradient modules it transforms): only the types of objects whose
     methods are inlined change their code.  Arrays of other libraries are
-    refused here: these transforms run no backend guard (``s2sad.grad`` does)."""
+    refused here: these transforms run no backend guard (``s2sad.grad`` does),
+    except those of the ``namespace`` library a jvp runs in (``s2sad.runtime.
+    arrayapi``)."""
     return ",".join(
-        "-" if isinstance(v, _PLAIN) else _unguarded(v, i) for i, v in enumerate(values)
+        (
+            "-"
+            if isinstance(v, _PLAIN)
+            or (namespace is not None and backend.library(v) == namespace)
+            else _unguarded(v, i)
+        )
+        for i, v in enumerate(values)
     )
 
 
@@ -218,9 +226,9 @@ def _unguarded(value: Any, i: int) -> str:
     if backend.in_namespace(value):
         raise NonDifferentiableArgumentError(
             f"argument {i} is a {_qualified_type(value)}: over torch, CuPy and "
-            "Array API arrays s2sad runs grad and value_and_grad (in the array's "
-            "namespace); jvp, hvp, vjp, hessian and jacobian are not verified there "
-            "yet. Pass NumPy arrays, or use s2sad.grad."
+            "Array API arrays s2sad runs grad, value_and_grad and jvp (in the "
+            "array's namespace); hvp, vjp, hessian and jacobian are not verified "
+            "there yet. Pass NumPy arrays, or use s2sad.grad / s2sad.jvp."
         )
     if _unverified_array(value):
         raise NonDifferentiableArgumentError(
@@ -268,12 +276,12 @@ def check_differentiable(
     elif backend.in_namespace(value):  # torch, CuPy, Array API: float arrays
         import array_api_compat
 
-        if what != "gradients":  # jvp, vjp, hvp, jacobians: not verified
+        if what not in ("gradients", "derivatives"):  # vjp, hvp...: not verified
             raise NonDifferentiableArgumentError(
                 f"{where} is a {_qualified_type(value)}: over torch, CuPy and "
-                "Array API arrays s2sad runs grad and value_and_grad; jvp, hvp, "
+                "Array API arrays s2sad runs grad, value_and_grad and jvp; hvp, "
                 "vjp, hessian and jacobian are not verified there yet. Pass NumPy "
-                "arrays, or use s2sad.grad."
+                "arrays, or use s2sad.grad / s2sad.jvp."
             )
 
         xp = array_api_compat.array_namespace(value)
@@ -414,12 +422,21 @@ def tangent_like(t: Any, x: Any, where: str) -> Any:
         )
     if x is None:
         return None
+    if backend.in_namespace(x) and (t is None or backend.in_namespace(t)):
+        if t is not None and tuple(t.shape) != tuple(x.shape):
+            raise ValueError(
+                f"tangent {where} has shape {tuple(t.shape)}, the argument "
+                f"{tuple(x.shape)}"
+            )
+        return arrayapi.tangent_like(t, x)  # one library, one device: checked by run
     if backend.in_namespace(x) or backend.in_namespace(t):
+        lib = backend.library(x) or backend.library(t)
         raise NonDifferentiableArgumentError(
-            f"the tangent {where} or its argument is a {_qualified_type(x)}: over "
-            "torch, CuPy and Array API arrays s2sad runs grad and value_and_grad; "
-            "jvp, hvp, vjp, hessian and jacobian are not verified there yet. Pass "
-            "NumPy arrays, or use s2sad.grad."
+            f"the tangent {where} or its argument is a {lib} array and the other "
+            "is not, or this transform is one of hvp, vjp, hessian, jacobian (not "
+            "verified on torch, CuPy and Array API arrays): s2sad runs grad, "
+            "value_and_grad and jvp there, with arguments and tangents in one "
+            "library. Convert both, or pass NumPy arrays."
         )
     if isinstance(x, dict):
         if not isinstance(t, dict) or set(t) - set(x):

@@ -47,7 +47,8 @@ from s2sad.binding import (
     tangent_like,
 )
 from s2sad.errors import GlobalsChangedError, NonScalarOutputError
-from s2sad.options import Options
+from s2sad.options import FOREIGN, Options
+from s2sad.runtime import arrayapi
 
 # ---------------------------------------------------------------- what gets transformed
 
@@ -170,24 +171,35 @@ class JvpFunction(CompiledModule, ForwardFunction):
             return _jvp_target(self.fun, nums, values, fresh)
         return _plain_target(self.fun, nums, values, fresh)
 
+    def _namespace(self, values: list) -> str | None:
+        """The torch/CuPy/Array API library of a plain jvp's arguments (else None:
+        forward over reverse and jvp of jvp are not verified there)."""
+        if isinstance(self.fun, (GradientFunction, JvpFunction)):
+            return None
+        return arrayapi.library_of(values)
+
     def _entry(self, values: list, fresh: bool = False) -> tuple:
         """``(function, path, source, target)`` for these primal arguments: from
         memory, the disk cache, or compiled (always compiled when ``fresh``)."""
-        sig = object_signature(values)
+        lib = self._namespace(values)
+        sig = f"{lib}:{object_signature(values, lib)}"
         entry = None if fresh else self._compiled.get(sig)
         if entry is None:
             with self._lock:
                 entry = None if fresh else self._compiled.get(sig)
                 if entry is None:
-                    entry = self._compile(values, sig, fresh)
+                    entry = self._compile(values, lib, fresh)
                     self._compiled[sig] = entry
         self._last = entry
         return entry
 
-    def _compile(self, values: list, sig: str, fresh: bool = False) -> tuple:
+    def _compile(self, values: list, lib: str | None, fresh: bool = False) -> tuple:
         from s2sad import cache
 
         target = self._target(values, fresh)
+        if lib is not None:  # the Array API path: no bool arithmetic inlined
+            options = dataclasses.replace(target.options, buffers=FOREIGN)
+            target = dataclasses.replace(target, options=options)
         args = target.prepare(values)
 
         def compile_source():
@@ -207,7 +219,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
             target.fn,
             target.argnums,
             target.options,
-            object_signature(args),
+            object_signature(args, lib),
             compile_source,
             fresh,
         )
@@ -279,12 +291,16 @@ class JvpFunction(CompiledModule, ForwardFunction):
         for attempt in range(3):
             # 0: the code in memory; 1: the cache's code; 2: compiled afresh
             fn, _, _, target = self._entry(values, fresh=attempt == 2)
+            lib = self._namespace(values)
             try:
+                if lib is not None:  # torch, CuPy, Array API: in their namespace
+                    args = [*target.prepare(values), *ts]
+                    return (fn, *arrayapi.run(fn, args, [], lib), target)
                 return (fn, *fn(*target.prepare(values), *ts), target)
             except GlobalsChangedError:
                 if attempt == 2:
                     raise
-                self._compiled.pop(object_signature(values), None)
+                self._compiled.pop(f"{lib}:{object_signature(values, lib)}", None)
         raise AssertionError("unreachable")
 
 

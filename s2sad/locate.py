@@ -14,33 +14,25 @@ Nothing here runs unless something failed.  Light on purpose: no compiler.
 from __future__ import annotations
 
 import ast
-import linecache
 import sys
 from typing import Any
 
-#: the emitted module constant (``s2sad.transforms.lines.NAME``)
-TABLE = "_s2sad_lines"
+from s2sad.runtime import located
+from s2sad.runtime.located import PHASES, TABLE, frame_location, lookup
+from s2sad.runtime.located import current_line as _current_line
 
-PHASES = {"f": "forward pass of ", "b": "backward pass of ", "t": "at "}
+located.PARSE[:] = [ast.literal_eval]
 
-
-def lookup(table: dict, function: str, line: int) -> tuple | None:
-    """``(module, qualname, user line, phase, source text)`` for line ``line`` of the
-    emitted ``function`` (counted from its ``def``, which is 0); None if unknown."""
-    entry = table.get(function)
-    if entry is None:
-        return None
-    module, qualname, def_line, runs = entry
-    line += def_line
-    found = None
-    for start, mark in runs.items():  # in the order of emitted lines
-        if start > line:
-            break
-        found = mark
-    if found is None:
-        return None
-    lineno, phase = found
-    return module, qualname, lineno, phase, table.get((module, lineno), "")
+__all__ = [
+    "PHASES",
+    "TABLE",
+    "add_note",
+    "frame_location",
+    "into_message",
+    "lookup",
+    "note",
+    "user_location",
+]
 
 
 def user_location(exc: BaseException) -> tuple | None:
@@ -66,18 +58,6 @@ def _filename(module: str, qualname: str, fun: Any) -> str:
     if code is not None and (fun.__module__, fun.__qualname__) == (module, qualname):
         return code.co_filename
     return getattr(sys.modules.get(module), "__file__", None) or f"{module}.py"
-
-
-def _current_line(filename: str, lineno: int, text: str) -> int:
-    """``lineno``, or where ``text`` moved to when lines were added above it."""
-    if not text or linecache.getline(filename, lineno).strip() == text:
-        return lineno
-    hits = [
-        i + 1
-        for i, line in enumerate(linecache.getlines(filename))
-        if line.strip() == text
-    ]
-    return min(hits, key=lambda i: abs(i - lineno)) if hits else lineno
 
 
 def note(exc: BaseException, fun: Any, what: str = "gradient") -> str | None:
@@ -118,6 +98,12 @@ def into_message(exc: BaseException, fun: Any) -> BaseException:
         return exc
     try:
         text = note(exc, fun)
+        found = user_location(exc)
+        if found is not None and exc.args:
+            filename = _filename(found[0], found[1], fun)
+            lineno = _current_line(filename, found[2], found[4])
+            if f"{filename}:{lineno}:" in str(exc.args[0]):
+                return exc  # the message names the line already
         if text and exc.args and text not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]}\n{text}", *exc.args[1:])
     except Exception:  # noqa: BLE001 - a failed note must not hide the error

@@ -38,12 +38,14 @@ def _params(name, rng):
         "logreg": (n(size=6), 0.3),
         "rnn": (n(size=(3, 5)), n(size=(5, 5)), n(size=5), n(size=(5, 4)), n(size=4)),
         "gp": (np.float64(0.2), np.float64(-1.0)),
-    }[name]
+        "exp_sum": (n(size=6),),
+        "filled": (n(size=6),),
+    }[name.replace("rnn_zeros", "rnn")]
 
 
 def _data(name, rng, rows):
     X = rng.normal(size=(rows, 6))
-    if name == "rnn":
+    if name.startswith("rnn"):
         return X, rng.integers(0, 4, rows)
     if name == "logreg":
         return X, (rng.normal(size=rows) > 0).astype(float)
@@ -51,7 +53,9 @@ def _data(name, rng, rows):
 
 
 @pytest.mark.parametrize("rows", [12, 40])
-@pytest.mark.parametrize("name", ["mlp", "logreg", "rnn", "gp"])
+@pytest.mark.parametrize(
+    "name", ["mlp", "logreg", "rnn", "gp", "rnn_zeros", "exp_sum", "filled"]
+)
 def test_dask_rows_match_numpy(client, computes, name, rows):
     rng = np.random.default_rng(rows)
     params = _params(name, rng)
@@ -157,7 +161,7 @@ def _graph_bytes(name, rows):
 
     rng = da.random.default_rng(0)
     X = rng.normal(size=(rows, 6), chunks=(rows // 2, 6))
-    if name == "rnn":
+    if name.startswith("rnn"):
         y = rng.integers(0, 4, size=rows, chunks=rows // 2)
     else:
         y = rng.normal(size=rows, chunks=rows // 2)
@@ -294,3 +298,72 @@ def test_runtime_functions_on_dask_outside_gradients_stay_dask(client):
     s2sad.grad(models.rnn)(*params, _chunked(X), _chunked(y))  # hooks on
     value = models.rnn(*params, _chunked(X), _chunked(y)).compute()
     assert value == pytest.approx(models.rnn(*params, X, y), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rnn_zeros", "filled", "gp"])
+def test_data_sized_creations_are_made_in_dask(client, computes, monkeypatch, name):
+    """np.zeros((X.shape[0], h)), np.ones, np.full, np.eye(X.shape[0]) in the
+    loss: made in Dask, chunked like the rows (never on the driver); a
+    parameter-sized np.zeros stays NumPy."""
+    made = []
+    for fn in ("zeros", "ones", "full", "eye"):
+        real = getattr(da, fn)
+
+        def spy(shape, *args, _real=real, **kwargs):
+            made.append(shape)
+            return _real(shape, *args, **kwargs)
+
+        monkeypatch.setattr(da, fn, spy)
+    rng = np.random.default_rng(13)
+    params = _params(name, rng)
+    X, y = _data(name, rng, 16)
+    f = s2sad.grad(getattr(models, name), argnums=tuple(range(len(params))))
+    want = f(*params, X, y)
+    assert made == []  # the NumPy path: NumPy's own creations
+    computes.calls = 0
+    got = f(*params, _chunked(X, 4), _chunked(y, 4))
+    assert computes.calls == 1 and computes.largest <= max(map(np.size, params))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    sizes = [s if isinstance(s, int) else s[0] for s in made]
+    assert made and set(sizes) == {16}, made  # rows only: w's zeros stayed NumPy
+
+
+def test_data_sized_creation_keeps_the_graph_small(client):
+    """The RNN with a zero state: the lazy graph does not grow with the rows."""
+    small, large = _graph_bytes("rnn_zeros", 400), _graph_bytes("rnn_zeros", 4000)
+    assert large < small + 2000, (small, large)
+
+
+def test_float_pull_in_the_users_code_names_the_users_line(client):
+    import inspect
+
+    lines, first = inspect.getsourcelines(models.pulled_max)
+    line = first + next(i for i, text in enumerate(lines) if "float(" in text)
+    w, X = np.ones(6) * 0.1, _chunked(np.ones((8, 6)))
+    with pytest.raises(ForeignArrayError) as info:
+        s2sad.grad(models.pulled_max)(w, X, _chunked(np.ones(8)))
+    message = str(info.value)
+    assert "__float__" in message and "emitted code" not in message
+    assert f"forward pass of {models.__file__}:{line}: s = float(np.max(z))" in message
+    assert message.count(f"{models.__file__}:{line}") == 1
+
+
+def test_rnn_over_time_steps_runs_the_loop_as_written(client, computes):
+    """``for t in range(T): h = np.tanh(xs[:, t, :] @ Wx + h @ Wh)`` from a zero
+    state over Dask rows: NumPy's gradients, one compute, nothing pulled; NumPy's
+    code hoists and peels the loop, the Dask call's code runs it as written."""
+    from tests.backends.test_loops import rnn
+
+    rng = np.random.default_rng(14)
+    Wx, Wh = rng.normal(size=(3, 4)) * 0.4, rng.normal(size=(4, 4)) * 0.4
+    xs = rng.normal(size=(12, 5, 3))
+    f = s2sad.grad(rnn, argnums=(0, 1))
+    want = f(Wx, Wh, xs)
+    assert "stepwise_matmul" in f.source and "matmul_zeros" in f.source
+    computes.calls = 0
+    got = f(Wx, Wh, da.from_array(xs, chunks=(4, 5, 3)))
+    assert "stepwise_matmul" not in f.source and "matmul_zeros" not in f.source
+    assert computes.calls == 1 and computes.largest <= Wh.size
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

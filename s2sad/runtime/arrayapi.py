@@ -55,6 +55,18 @@ def library(x: Any) -> str | None:
     return None
 
 
+def library_of(values: list) -> str | None:
+    """The namespace library of the first torch, CuPy or Array API array in
+    ``values`` (None when there is none; mixed libraries are refused by run)."""
+    arrays: list = []
+    _arrays_in(values, arrays)
+    for a in arrays:
+        lib = library(a)
+        if lib is not None:
+            return lib
+    return None
+
+
 def run(fn: Any, values: list, seed: list, lib: str) -> tuple:
     """``fn(*values, *seed)`` with ``fn``'s globals rebound to ``lib``'s namespace."""
     import array_api_compat
@@ -151,6 +163,17 @@ def _check_one_library(arrays: list, lib: str) -> None:
             f"{', '.join(map(str, devices))}: s2sad runs a call on one device. "
             "Move every argument to the same device first."
         )
+
+
+def tangent_like(t: Any, x: Any) -> Any:
+    """A jvp's tangent for the namespace array ``x``: ``t`` as x's float dtype,
+    or zeros like ``x`` for None (same library and device: checked by :func:`run`)."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(x)
+    if t is None:
+        return xp.zeros_like(x)
+    return t if t.dtype == x.dtype else xp.astype(t, x.dtype)
 
 
 # ---------------------------------------------------------------- rebinding globals

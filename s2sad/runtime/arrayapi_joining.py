@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 from s2sad.runtime import arrayapi_rules as base
+from s2sad.runtime import arrayapi_tangents
 from s2sad.runtime.arrayapi_numpy import NP, current, refuse
 from s2sad.runtime.arrayapi_rules import (
     accumulate,
@@ -261,6 +262,7 @@ RULES: dict = {
     **_named("nn", softmax_cross_entropy, d_softmax_cross_entropy),
     **_named("pyfuncs", d_list, d_zip, d_enumerate, d_reversed, d_builtin_sum),
     **_named("objects", store_attribute),
+    **arrayapi_tangents.RULES,  # forward mode's helpers (s2sad.jvp)
 }
 
 _SAME_CODE_DONE: dict = {}

@@ -184,13 +184,15 @@ def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs
 # ---------------------------------------------------------------- elementwise
 
 
-def _share(g: Any, x: Any, y: Any, wins: Any) -> Any:
-    """x's share in maximum/minimum: g where x wins, g / 2 on ties."""
+def _share(g: Any, x: Any, y: Any, wins: Any, summed: bool = True) -> Any:
+    """x's share in maximum/minimum: g where x wins, g / 2 on ties; summed to
+    x's shape for the one-operand rules, in the broadcast shape (as NumPy's
+    d_maximum: forward mode uses it as the tangent rule) otherwise."""
     xp = current().xp
     x, y = scalar(x, y), scalar(y, x)
     dtype = float_dtype(x)
     weight = xp.astype(wins(x, y), dtype) + 0.5 * xp.astype(x == y, dtype)
-    return unbroadcast(g * weight, x)
+    return unbroadcast(g * weight, x) if summed else as_float(g, x) * weight
 
 
 def _greater(x: Any, y: Any) -> Any:
@@ -202,7 +204,7 @@ def _less(x: Any, y: Any) -> Any:
 
 
 def d_maximum(g, ans, x, y):
-    return (_share(g, x, y, _greater), _share(g, y, x, _greater))
+    return (_share(g, x, y, _greater, False), _share(g, y, x, _greater, False))
 
 
 def d_maximum_lhs(g, ans, x, y, *, into=None):
@@ -214,7 +216,7 @@ def d_maximum_rhs(g, ans, x, y, *, into=None):
 
 
 def d_minimum(g, ans, x, y):
-    return (_share(g, x, y, _less), _share(g, y, x, _less))
+    return (_share(g, x, y, _less, False), _share(g, y, x, _less, False))
 
 
 def d_minimum_lhs(g, ans, x, y, *, into=None):

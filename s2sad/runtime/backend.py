@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import ForeignArrayError
-from s2sad.runtime import arrayapi
+from s2sad.runtime import arrayapi, backend_dask, located
 
 #: the array libraries whose gradients are checked against NumPy's in the tests
 VERIFIED = ("dask", *arrayapi.NAMESPACE_LIBRARIES)
@@ -269,10 +269,14 @@ def run(fn: Any, values: list, seed: list, argnums: tuple) -> tuple:
         return fn(*values, *seed)
     if lib != "dask":  # torch, CuPy, Array API: the code in their namespace
         return arrayapi.run(fn, values, seed, lib)
-    with guard(lib):
-        value, grads = fn(*values, *seed)
-        params = tuple(values[i] for i in argnums)
-        return gather((value, grads), (None, params))
+    token = backend_dask.enter(backend_dask.data_dims(values))
+    try:
+        with guard(lib):  # np.zeros((X.shape[0], h)): made in Dask (backend_dask)
+            value, grads = backend_dask.rebound(fn)(*values, *seed)
+            params = tuple(values[i] for i in argnums)
+            return gather((value, grads), (None, params))
+    finally:
+        backend_dask.leave(token)
 
 
 @contextlib.contextmanager
@@ -321,7 +325,8 @@ def _caller() -> str:
             code = frame.f_code
             return f"the rule {module}.{getattr(code, 'co_qualname', code.co_name)}"
         if "_s2sad_lines" in frame.f_globals:
-            return "the emitted code of your function"
+            where = located.frame_location(frame)
+            return f"the {where}" if where else "the emitted code of your function"
         frame = frame.f_back
     return "the gradient code"
 

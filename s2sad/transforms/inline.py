@@ -165,6 +165,23 @@ def bind_np(expr: ast.expr, module) -> None:
             anno(n)["bound"] = True
 
 
+def bool_arithmetic(exprs: list | None) -> bool:
+    """Whether inlined cotangent expressions do arithmetic with a comparison of
+    arrays (``g * (ans > 0)``; ``(2 == 0)`` of constants is a Python bool):
+    NumPy multiplies booleans, the Array API does not, so the foreign path calls
+    such a rule by name (its Array API version casts the mask) instead."""
+    for e in exprs or ():
+        for n in ast.walk(e) if e is not None else ():
+            if isinstance(n, ast.BinOp):
+                for side in (n.left, n.right):
+                    if isinstance(side, ast.Compare) and not all(
+                        isinstance(v, ast.Constant)
+                        for v in (side.left, *side.comparators)
+                    ):
+                        return True
+    return False
+
+
 @functools.lru_cache(maxsize=None)
 def definite_positions(rule_fn) -> frozenset[int]:
     """Positions of the rule's result that are never ``None`` at run time.

@@ -55,10 +55,15 @@ def _strict(device_name: str | None) -> Library:
 def _cupy() -> Library:
     try:
         import cupy
-
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # noqa: BLE001 - import error or no CUDA device
-        pytest.skip("CuPy not installed / no GPU")
+    except ImportError:
+        pytest.skip(
+            "CuPy is not installed (the CuPy cases run where CuPy and a GPU are)"
+        )
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no device")
+    except Exception as exc:  # noqa: BLE001 - no CUDA driver or device
+        pytest.skip(f"CuPy is installed but no CUDA GPU is usable ({exc})")
     return Library("cupy", cupy.asarray, cupy.asnumpy, cupy.ndarray, cupy.cuda.Device())
 
 

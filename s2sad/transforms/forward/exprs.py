@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.options import FOREIGN
 from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
-from s2sad.transforms.inline import inline_single, instantiate
+from s2sad.transforms.inline import bool_arithmetic, inline_single, instantiate
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 #: linear primals that accept a container tangent with None entries as it is
@@ -195,6 +196,8 @@ def _elementwise(
 ) -> Tangent | None:
     """The adjoint rule with g := t (a diagonal Jacobian is symmetric), entry i."""
     exprs = instantiate(rule.adjoint, t, name(ans), op.args, op.kwargs)
+    if ff.module.options.buffers == FOREIGN and bool_arithmetic(exprs):
+        exprs = None  # t * (x > 0): called by name (Array API: no bool products)
     if exprs is None:
         rule_call = ast.Call(
             func=ff.rule_ref(rule.adjoint),
@@ -264,6 +267,8 @@ def _written(
     if fn is None:
         return None
     expr = None if extra else inline_single(fn, t, name(ans), op.args, op.kwargs)
+    if ff.module.options.buffers == FOREIGN and bool_arithmetic([expr]):
+        expr = None  # called by name on the Array API path (no bool products)
     if expr is None:
         expr = ast.Call(
             func=ff.rule_ref(fn),

@@ -25,9 +25,15 @@ import ast
 
 import numpy as np
 
+from s2sad.options import FOREIGN
 from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
-from s2sad.transforms.inline import bind_np, definite_positions, instantiate
+from s2sad.transforms.inline import (
+    bind_np,
+    bool_arithmetic,
+    definite_positions,
+    instantiate,
+)
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 
@@ -65,6 +71,8 @@ class RuleCalls:
                 self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
         exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        if self.fc.module.options.buffers == FOREIGN and bool_arithmetic(exprs):
+            exprs = None  # g * (x > 0): called by name (Array API: no bool products)
         definite = set(range(len(args)))
         self.direct_assigned = {}
         for e in exprs or ():
