@@ -103,7 +103,9 @@ class ModuleParts:
         self.env = Env()
         self.env.vars.update(shapes)
         self.env.args |= set(shapes)
+        self.in_target = True
         body = self.block(r.randint(3, 8), 0)
+        self.in_target = False
         names = list(self.env.vars)
         picked = r.sample(names, min(len(names), r.randint(1, 4)))
         terms = [f"np.sum({n})" if self.env.vars[n] != SCALAR else n for n in picked]

@@ -20,6 +20,7 @@ import inspect
 
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.front.activity import INDEX_KEYWORDS
 from s2sad.transforms.front.fresh import fresh_marks
 from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
@@ -176,6 +177,8 @@ def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
         ff.fail(v, *unpacked_problem(v))
         return
     for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
+        if kw.arg in INDEX_KEYWORDS:
+            continue  # an integer, a flag or a type (see activity.INDEX_KEYWORDS)
         if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
             ff.fail(
                 kw.value,

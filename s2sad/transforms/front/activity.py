@@ -325,6 +325,14 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
     return False
 
 
+#: keyword parameters of NumPy functions (and of their rules) that take an
+#: integer, a flag or a dtype, never a value with a derivative.  A name passed to
+#: one may still count as differentiated: in the emitted gradient, differentiated
+#: again for second order, ``k = tape.pop()`` restores the loop's ``axis=k``
+#: from the tape that also holds arrays.
+INDEX_KEYWORDS = frozenset({"axis", "axes", "keepdims", "dtype"})
+
+
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
     info: CallInfo = anno(call).get("call", CallInfo("unknown"))
     if unpacked_active(call, act.active):
@@ -342,6 +350,8 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
     )
     if info.kind in ("rule", "method"):
         for kw in call.keywords:
+            if kw.arg in INDEX_KEYWORDS:
+                continue  # an integer, a flag or a type: no derivative to carry
             if isinstance(kw.value, ast.Name) and kw.value.id in act.active:
                 unsupported.append(
                     source.problem(
