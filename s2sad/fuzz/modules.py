@@ -28,6 +28,7 @@ class ModuleParts:
                 out.append((name, "arg", env.vars[name], None))
         if r.random() < 0.3:
             env.vars["c"] = SCALAR
+            env.args.add("c")
             out.append(("c", "arg", SCALAR, repr(round(r.uniform(-1, 1), 2))))
         return out
 
@@ -82,6 +83,7 @@ class ModuleParts:
             params = self.params(env, False)
             if self.rng.random() < 0.5:  # an argument that never depends on the inputs
                 env.vars["k"] = SCALAR
+                env.args.add("k")
                 params.insert(0, ("k", "const", SCALAR, None))
             lines += [""] + self.function(f"MODEL.m{m}", env, params, "    ")
         bias = self.const((N,))
