@@ -314,3 +314,28 @@ def test_refused_with_a_located_error(f, args, where):
         s2sad.grad(f, argnums=tuple(range(len(args))))(*args)
     text = str(info.value)
     assert "test_integration_merge.py:" in text and where in text, text
+
+
+def rec(a, depth):
+    if depth <= 0:
+        return np.tanh(a)
+    return np.tanh(
+        rec((np.linspace(-0.61, -1.29, 4) * np.mean(a))[0], depth - 1)
+    ) * 0.5 + np.tanh(a)
+
+
+def recursive_callee(x):
+    return rec(np.mean(x), 1) + rec(x[0] * x[1], 2)
+
+
+def test_second_order_of_a_recursive_callee_with_two_specialisations():
+    """Found by the fuzzer (second order): the gradient's own derivative named the
+    result of ``rec_forward(...)`` ``rec_forward_1``, the global the entry
+    function's guard reads (the other specialisation): UnboundLocalError."""
+    x = np.array([0.3, -0.2, 0.5])
+    s2sad.check_grads(recursive_callee, (x,), order=2, modes=("rev", "fwd"))
+    hv = s2sad.hvp(recursive_callee)(x, np.array([1.0, 0.0, 0.0]))
+    g = s2sad.grad(recursive_callee)
+    h = 1e-5
+    fd = (g(x + [h, 0, 0]) - g(x - [h, 0, 0])) / (2 * h)
+    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)

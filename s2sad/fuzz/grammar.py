@@ -238,7 +238,7 @@ class Generator(NewForms, ModuleParts, ExprGen):
         if r.random() < 0.4:
             test += f" and {self.cond(0)}"
         env = self.loop_env()
-        env.ints[k] = n
+        env.ints[k] = n + 1  # k is incremented before the body: 1..n there
         body, _ = self.sub(r.randint(1, 3), depth, True, ret, env)
         return [f"{k} = 0", f"while {test}:", f"    {k} += 1"] + body
 
