@@ -339,3 +339,46 @@ def test_second_order_of_a_recursive_callee_with_two_specialisations():
     h = 1e-5
     fd = (g(x + [h, 0, 0]) - g(x - [h, 0, 0])) / (2 * h)
     np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)
+
+
+class Layer:
+    def __init__(self, k):
+        self.k = k
+
+    def run(self, xs):
+        h = np.zeros((xs.shape[0], self.U.shape[0]))
+        for t in range(xs.shape[1]):
+            h = np.tanh(xs[:, t, :] @ self.W + h @ self.U)
+        self.last = h
+        return np.sum(h) * self.k
+
+
+def attributes_written_on_an_argument(layer, xs, W, U):
+    layer.W = W
+    layer.U = U * 1.0
+    out = layer.run(xs)
+    return out + np.sum(layer.last**2)
+
+
+def test_attributes_written_on_an_argument_object_and_read_by_a_hoisted_loop():
+    def f(xs, W, U):
+        return attributes_written_on_an_argument(Layer(0.7), xs, W, U)
+
+    args = (XS, W, U)
+    vg = s2sad.value_and_grad(attributes_written_on_an_argument, argnums=(1, 2, 3))
+    want = [numeric_grad(f, args, k) for k in range(3)]
+    for _ in range(3):
+        layer = Layer(0.7)
+        value, grads = vg(layer, *[np.array(a) for a in args])
+        np.testing.assert_allclose(value, f(*args), rtol=1e-10)
+        for g, w in zip(grads, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+        # the object keeps what the function wrote, as in Python
+        np.testing.assert_allclose(layer.W, W)
+        assert layer.last.shape == (2, 5)
+    s2sad.check_grads(
+        attributes_written_on_an_argument,
+        (Layer(0.7), *args),
+        order=2,
+        modes=("rev", "fwd"),
+    )
