@@ -382,3 +382,41 @@ def test_attributes_written_on_an_argument_object_and_read_by_a_hoisted_loop():
         order=2,
         modes=("rev", "fwd"),
     )
+
+
+def nested_hoisted_loops(xs, W, U):
+    h = np.zeros((xs.shape[0], U.shape[0])) + 0.1
+    for k in range(2):
+        for t in range(xs.shape[1]):
+            h = np.tanh(xs[:, t, :] @ W + h @ U)
+        W = W * 0.5
+    return np.sum(h)
+
+
+def nested_hoisted_loop_without_u(xs, W, U):
+    h = np.zeros((xs.shape[0], W.shape[1])) + 0.1
+    for k in range(2):
+        for t in range(xs.shape[1]):
+            h = np.tanh(xs[:, t, :] @ W + h)
+    return np.sum(h) + 0.0 * np.sum(U)
+
+
+def tensordot_in_nested_loops(xs, W, U):
+    out = 0.0
+    for k in range(2):
+        for ax in (1,):
+            out = out + np.sum(np.tanh(np.tensordot(xs[0], W, axes=ax)))
+        W = W * 0.5
+    return out
+
+
+@pytest.mark.parametrize(
+    "f",
+    [nested_hoisted_loops, nested_hoisted_loop_without_u, tensordot_in_nested_loops],
+)
+def test_second_order_of_hoisted_products_in_nested_loops(f):
+    """A silent wrong Hessian-vector product, found by hand: in a nested loop the
+    gradient restores the inner loop's range from its tape, the derivative of the
+    gradient gave that range a tangent and passed it to d_stepwise_matmul's
+    steps, which then added every step's product (even along U, unused)."""
+    s2sad.check_grads(f, (XS, W, U), order=2, modes=("rev", "fwd"))
