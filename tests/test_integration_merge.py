@@ -420,3 +420,23 @@ def test_second_order_of_hoisted_products_in_nested_loops(f):
     gradient gave that range a tangent and passed it to d_stepwise_matmul's
     steps, which then added every step's product (even along U, unused)."""
     s2sad.check_grads(f, (XS, W, U), order=2, modes=("rev", "fwd"))
+
+
+def tuple_unpacked_and_read_in_a_branch(x, s):
+    v1 = np.tanh(x)
+    t3 = (s**2, v1 * 2.0)
+    v4, v5 = t3
+    v7 = x[0]
+    if np.sum(x) < -10.0:
+        v7 = t3[0] * v4
+    return v7 + np.sum(v5)
+
+
+@pytest.mark.parametrize("x", [np.array([0.1, 0.2, 0.3]), np.array([-5.0, -4.0, -3.0])])
+def test_second_order_of_a_tuple_cotangent_started_by_an_unpacking(x):
+    """Found by the second-order sweep over fuzzer programs: with the branch not
+    taken, the tuple's cotangent starts at its unpacking (add_at_index into
+    None) and its tangent stayed None: TypeError on t_g_t3[0]."""
+    s2sad.check_grads(
+        tuple_unpacked_and_read_in_a_branch, (x, 0.4), order=2, modes=("rev", "fwd")
+    )
