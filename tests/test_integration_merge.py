@@ -440,3 +440,19 @@ def test_second_order_of_a_tuple_cotangent_started_by_an_unpacking(x):
     s2sad.check_grads(
         tuple_unpacked_and_read_in_a_branch, (x, 0.4), order=2, modes=("rev", "fwd")
     )
+
+
+def broadcast_then_item_assigned(x, s):
+    v = np.ones((3, 4)) - np.mean(np.ones((3, 4)) * np.mean(x), axis=1, keepdims=True)
+    v[0] = np.ones(4) * s
+    w = np.ones((3, 4)) - x[:, None]
+    w[1, 2] = s * x[0]
+    return np.sum(v * v) + np.sum(w * w)
+
+
+def test_forward_mode_item_assignment_into_a_broadcast_result():
+    """Found by the second-order sweep over fuzzer programs (a keyword mean with
+    keepdims=True): the tangent of ``c - m`` was a read-only broadcast view, and
+    ``v[0] = ...`` wrote into it (ValueError in forward mode)."""
+    args = (np.array([0.1, 0.2, 0.3]), 0.4)
+    s2sad.check_grads(broadcast_then_item_assigned, args, order=2, modes=("rev", "fwd"))

@@ -212,6 +212,7 @@ def _elementwise(
     alias = isinstance(expr, ast.Name)
     if rule.broadcasts and not every and not _full_shape(expr, ans, op.args, i):
         expr = call(ff.rule_ref(tangents.broadcast_like), expr, name(ans))
+        alias = True  # a read-only view: copied where the name changes in place
     return Tangent(expr, SET, False, alias=alias)
 
 
