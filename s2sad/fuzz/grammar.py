@@ -20,7 +20,6 @@ import ast
 import random
 from dataclasses import dataclass, field
 
-from s2sad.fuzz.modules import ModuleParts
 from s2sad.fuzz.exprs import (
     MATRICES,
     SCALAR,
@@ -35,6 +34,8 @@ from s2sad.fuzz.exprs import (
     N,
     is_fresh,
 )
+from s2sad.fuzz.modules import ModuleParts
+from s2sad.fuzz.newforms import APPLY_FN, CELL, NewForms
 
 HEADER = "import math\n\nimport numpy as np\n"
 
@@ -51,13 +52,15 @@ class Program:
     index: int = 0
 
 
-class Generator(ModuleParts, ExprGen):
+class Generator(NewForms, ModuleParts, ExprGen):
     """Builds statements and whole modules on top of :class:`ExprGen`."""
 
     def __init__(self, rng: random.Random):
         super().__init__(rng, Funcs())
         self.counter = 0
         self.defs: list[str] = []
+        self.new_forms = False  # the merged forms (newforms.py), drawn in generate()
+        self.in_target = False
 
     def fresh_name(self, prefix="v") -> str:
         self.counter += 1
@@ -87,6 +90,8 @@ class Generator(ModuleParts, ExprGen):
             )
         if loop:
             kinds += ["jump"] * 3
+        if self.new_forms:
+            kinds += self.new_kinds(depth, loop)
         kind = r.choice(kinds)
         return getattr(self, "s_" + kind)(depth, loop, ret)
 
@@ -134,7 +139,12 @@ class Generator(ModuleParts, ExprGen):
 
     def s_aug(self, depth, loop, ret):
         r, env = self.rng, self.env
-        scal = [k for k, v in env.vars.items() if v == SCALAR]
+        # a callee's parameter changed in place is refused (it may be an array)
+        scal = [
+            k
+            for k, v in env.vars.items()
+            if v == SCALAR and (self.in_target or k not in env.args)
+        ]
         arrs = [k for k in env.fresh if k in env.vars and (not loop or k in env.noview)]
         cands = scal + sorted(arrs)
         if not cands:
@@ -228,7 +238,7 @@ class Generator(ModuleParts, ExprGen):
         if r.random() < 0.4:
             test += f" and {self.cond(0)}"
         env = self.loop_env()
-        env.ints[k] = n
+        env.ints[k] = n + 1  # k is incremented before the body: 1..n there
         body, _ = self.sub(r.randint(1, 3), depth, True, ret, env)
         return [f"{k} = 0", f"while {test}:", f"    {k} += 1"] + body
 
@@ -348,11 +358,20 @@ REFUSED = [
 ]
 
 
-def generate(seed: int, index: int = 0, refuse_rate: float = 0.08) -> Program:
+def generate(
+    seed: int, index: int = 0, refuse_rate: float = 0.08, new_rate: float = 0.5
+) -> Program:
     """The program number ``index`` of stream ``seed`` (same inputs, same text)."""
     rng = random.Random(f"{seed}:{index}")
     g = Generator(rng)
     parts: list[list[str]] = []
+    g.new_forms = rng.random() < new_rate
+    if g.new_forms and rng.random() < 0.5:
+        parts.append(list(CELL))
+        g.has_cell = True
+    if g.new_forms and rng.random() < 0.4:
+        parts.append(list(APPLY_FN))
+        g.has_apply = True
     if rng.random() < 0.4:
         parts.append(g.klass())
     for k in range(rng.randint(0, 3)):

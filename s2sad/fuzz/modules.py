@@ -28,6 +28,7 @@ class ModuleParts:
                 out.append((name, "arg", env.vars[name], None))
         if r.random() < 0.3:
             env.vars["c"] = SCALAR
+            env.args.add("c")
             out.append(("c", "arg", SCALAR, repr(round(r.uniform(-1, 1), 2))))
         return out
 
@@ -82,6 +83,7 @@ class ModuleParts:
             params = self.params(env, False)
             if self.rng.random() < 0.5:  # an argument that never depends on the inputs
                 env.vars["k"] = SCALAR
+                env.args.add("k")
                 params.insert(0, ("k", "const", SCALAR, None))
             lines += [""] + self.function(f"MODEL.m{m}", env, params, "    ")
         bias = self.const((N,))
@@ -103,7 +105,9 @@ class ModuleParts:
         self.env = Env()
         self.env.vars.update(shapes)
         self.env.args |= set(shapes)
+        self.in_target = True
         body = self.block(r.randint(3, 8), 0)
+        self.in_target = False
         names = list(self.env.vars)
         picked = r.sample(names, min(len(names), r.randint(1, 4)))
         terms = [f"np.sum({n})" if self.env.vars[n] != SCALAR else n for n in picked]

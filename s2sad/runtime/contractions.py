@@ -388,5 +388,6 @@ if hasattr(np, "matvec"):
 # partial rules: linear in g and in the one other factor they read
 linear(d_matmul_lhs, slots=(0, 3), container=True)
 linear(d_matmul_rhs, slots=(0, 2), container=True)
-adjoint_of_multilinear(d_matmul, d_dot, d_inner, d_vdot, d_outer, d_tensordot,
+adjoint_of_multilinear(d_matmul, d_dot, d_inner, d_vdot, d_outer,
                        d_einsum, d_kron, d_cross, d_vecdot)  # fmt: skip
+adjoint_of_multilinear(d_tensordot, slots=(0, 2, 3))  # axes: no tangent

@@ -30,7 +30,7 @@ from s2sad.runtime import backend
 from s2sad.runtime.reductions import into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import add, exclusive
-from s2sad.runtime.tangents import linear, tangent
+from s2sad.runtime.tangents import filled, linear, tangent
 from s2sad.runtime.workspace import owned
 
 # ---------------------------------------------------------------- helpers
@@ -257,7 +257,9 @@ linear(d_getitem, d_take, d_take_along_axis, d_compress, d_extract, d_item,
 
 @tangent(add_at_index, container=True)
 def jvp_add_at_index_acc(t, ans, acc, g, x, idx, out=None):
-    return t
+    # no accumulator yet (None): zeros shaped like the result, a container
+    # included, so that its items can be read (t_g[0] after g = (None, g_v))
+    return t if acc is not None else filled(t, ans)
 
 
 @tangent(add_at_index, argnum=1, container=True)

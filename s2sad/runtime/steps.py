@@ -144,7 +144,9 @@ def d_stepwise_matmul_rhs(g, ans, x, w, axis, steps, out=None, *, into=None):
 linear(stepwise_matmul, slots=(0, 1))  # bilinear in x and w
 linear(d_stepwise_matmul_lhs, slots=(0, 3), container=True)
 linear(d_stepwise_matmul_rhs, slots=(0, 2), container=True)
-adjoint_of_multilinear(d_stepwise_matmul)
+# g, x and w: the loop's range (restored from the tape in a gradient that is
+# differentiated again) is no operand (its 'tangent' gave every step's product)
+adjoint_of_multilinear(d_stepwise_matmul, slots=(0, 2, 3))
 
 
 # ================================================================ a product with zeros

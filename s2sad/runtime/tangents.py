@@ -58,7 +58,8 @@ class TangentRule:
 
     primal: Any
     kind: str
-    slots: frozenset[int] | None = None  # linear: slots (None: every argument)
+    # linear, adjoint_of_multilinear: slots (None: every argument)
+    slots: frozenset[int] | None = None
     written: dict[int, Callable] = field(default_factory=dict)
     adjoint: Callable | None = None  # elementwise/scalar/reduction: the adjoint rule
     broadcasts: bool = False  # elementwise: the adjoint returns broadcast shapes
@@ -67,7 +68,7 @@ class TangentRule:
     name: str = ""
 
     def differentiable_in(self, i: int) -> bool:
-        if self.kind == "linear":
+        if self.kind in ("linear", "adjoint_of_multilinear"):
             return self.slots is None or i in self.slots
         if self.kind == "written":
             return i in self.written or -1 in self.written
@@ -111,9 +112,16 @@ def additive(*primals: Any) -> None:
     _register(primals, kind="additive", none_ok=True, container=True)
 
 
-def adjoint_of_multilinear(*rules: Any) -> None:
-    """Declare adjoint rules ``d_f(g, ans, *args)`` of multilinear primals."""
-    _register(rules, kind="adjoint_of_multilinear", container=True)
+def adjoint_of_multilinear(*rules: Any, slots: tuple[int, ...] | None = None) -> None:
+    """Declare adjoint rules ``d_f(g, ans, *args)`` of multilinear primals;
+    ``slots``: the rule's positions with a tangent (None: every one), so that
+    an integer argument (an axis, a loop's range) never gets one."""
+    _register(
+        rules,
+        kind="adjoint_of_multilinear",
+        container=True,
+        slots=None if slots is None else frozenset(slots),
+    )
 
 
 def constant(*primals: Any) -> None:

@@ -28,6 +28,8 @@ from s2sad.options import FOREIGN
 from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
+from s2sad.transforms.front.activity import INDEX_KEYWORDS
+from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.inline import bool_arithmetic, inline_single, instantiate
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 
@@ -215,6 +217,7 @@ def _elementwise(
     alias = isinstance(expr, ast.Name)
     if rule.broadcasts and not every and not _full_shape(expr, ans, op.args, i):
         expr = call(ff.rule_ref(tangents.broadcast_like), expr, name(ans))
+        alias = True  # a read-only view: copied where the name changes in place
     return Tangent(expr, SET, False, alias=alias)
 
 
@@ -278,3 +281,20 @@ def _written(
     else:
         ff.bind_np(expr)
     return Tangent(expr, SET, rule.container)
+
+
+def check_keywords(ff: Any, v: ast.Call) -> None:
+    """Refuse a differentiated value passed by keyword (or unpacked) to a call."""
+    if unpacked_active(v, ff.act.active):
+        ff.fail(v, *unpacked_problem(v))
+        return
+    for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
+        if kw.arg in INDEX_KEYWORDS:
+            continue  # an integer, a flag or a type (see activity.INDEX_KEYWORDS)
+        if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
+            ff.fail(
+                kw.value,
+                f"differentiated value '{kw.value.id}' passed as keyword "
+                f"argument '{kw.arg}'",
+                "pass it as a positional argument",
+            )

@@ -21,7 +21,6 @@ import inspect
 from s2sad.runtime import registry, support, tangents
 from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
 from s2sad.transforms.front.fresh import fresh_marks, refuse_unseen_change
-from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
     INACTIVE_METHODS,
@@ -31,7 +30,7 @@ from s2sad.transforms.forward.function import (
     op_of_value,
     rule_tangent,
 )
-from s2sad.transforms.forward.exprs import Op, Tangent
+from s2sad.transforms.forward.exprs import Op, Tangent, check_keywords
 from s2sad.transforms.forward import control
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms import lines
@@ -153,7 +152,7 @@ def _call_tangent(
     ff: FunctionForward, x: str, v: ast.Call, pre: list[ast.stmt]
 ) -> Tangent | None:
     info = anno(v)["call"]
-    _check_keywords(ff, v)
+    check_keywords(ff, v)
     kwargs = {k.arg: k.value for k in v.keywords}
     if info.kind == "method":
         return _method_tangent(ff, x, v, info.target, kwargs, pre)
@@ -169,20 +168,6 @@ def _call_tangent(
         v,
     )
     return rule_tangent(ff, op, x, pre)
-
-
-def _check_keywords(ff: FunctionForward, v: ast.Call) -> None:
-    if unpacked_active(v, ff.act.active):
-        ff.fail(v, *unpacked_problem(v))
-        return
-    for kw in v.keywords:  # (activity, not tangent state: keywords are not operands)
-        if isinstance(kw.value, ast.Name) and kw.value.id in ff.act.active:
-            ff.fail(
-                kw.value,
-                f"differentiated value '{kw.value.id}' passed as keyword "
-                f"argument '{kw.arg}'",
-                "pass it as a positional argument",
-            )
 
 
 def _method_tangent(

@@ -33,6 +33,7 @@ from s2sad.transforms.front.calls import (
     call_method,
     library_file,
 )
+from s2sad.transforms.front.outarg import out_problem  # noqa: F401 (forward mode)
 from s2sad.transforms.front.rulekeywords import bind_active_keywords
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
@@ -325,29 +326,12 @@ def _check_discarded_method(call: ast.Call, act: Activity, source, unsupported) 
     return False
 
 
-def out_problem(call: ast.Call, active: set, source):
-    """A NumPy call writing a value computed from differentiated inputs into
-    ``out=`` an array that is not differentiated (a global, ``where=``: what
-    front/outarg.py does not rewrite): its gradient would be lost."""
-    info: CallInfo = anno(call).get("call", CallInfo("unknown"))
-    out = next((k.value for k in call.keywords if k.arg == "out"), None)
-    if out is None or info.kind not in ("rule", "method"):
-        return None
-    if isinstance(out, ast.Name) and out.id in active:
-        return None  # refused as a differentiated keyword argument
-    ins = [*call.args, *(k.value for k in call.keywords if k.arg != "out")]
-    if info.kind == "method":
-        ins.append(call.func.value)
-    if not any(isinstance(a, ast.Name) and a.id in active for a in ins):
-        return None
-    return source.problem(
-        call,
-        "out= receives a value computed from differentiated inputs; s2sad "
-        "follows it only as an item assignment into a local or argument "
-        "array (np.add(y, x, out=y), without where=)",
-        "assign the result instead: y = f(...) (y[...] = f(...) to change the "
-        "array in place)",
-    )
+#: keyword parameters of NumPy functions (and of their rules) that take an
+#: integer, a flag or a dtype, never a value with a derivative.  A name passed to
+#: one may still count as differentiated: in the emitted gradient, differentiated
+#: again for second order, ``k = tape.pop()`` restores the loop's ``axis=k``
+#: from the tape that also holds arrays.
+INDEX_KEYWORDS = frozenset({"axis", "axes", "keepdims", "dtype"})
 
 
 def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> None:
@@ -367,6 +351,8 @@ def _check_call(call: ast.Call, act: Activity, source, missing, unsupported) -> 
     )
     if info.kind in ("rule", "method"):
         for kw in call.keywords:
+            if kw.arg in INDEX_KEYWORDS:
+                continue  # an integer, a flag or a type: no derivative to carry
             if isinstance(kw.value, ast.Name) and kw.value.id in act.active:
                 unsupported.append(
                     source.problem(

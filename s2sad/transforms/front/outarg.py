@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import copy_loc, name
+from s2sad.transforms.astutil import anno, copy_loc, name
+from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.parse import MISSING
 
 
@@ -119,3 +120,28 @@ def run(parsed: Any) -> None:
     r = _Rewriter(parsed.env, local)
     r.root = parsed.node
     r.visit(parsed.node)
+
+
+def out_problem(call: ast.Call, active: set, source):
+    """A NumPy call writing a value computed from differentiated inputs into
+    ``out=`` an array that is not differentiated (a global, ``where=``: what
+    front/outarg.py does not rewrite): its gradient would be lost."""
+    info: CallInfo = anno(call).get("call", CallInfo("unknown"))
+    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    if out is None or info.kind not in ("rule", "method"):
+        return None
+    if isinstance(out, ast.Name) and out.id in active:
+        return None  # refused as a differentiated keyword argument
+    ins = [*call.args, *(k.value for k in call.keywords if k.arg != "out")]
+    if info.kind == "method":
+        ins.append(call.func.value)
+    if not any(isinstance(a, ast.Name) and a.id in active for a in ins):
+        return None
+    return source.problem(
+        call,
+        "out= receives a value computed from differentiated inputs; s2sad "
+        "follows it only as an item assignment into a local or argument "
+        "array (np.add(y, x, out=y), without where=)",
+        "assign the result instead: y = f(...) (y[...] = f(...) to change the "
+        "array in place)",
+    )

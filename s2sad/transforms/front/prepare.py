@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import sys
 import types
 
@@ -73,6 +74,11 @@ def desugar(job, module) -> None:
         | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
         | module.namer.used
         | set(module.helper_names)
+        # the module's functions: the entry function's guard reads the ones its
+        # callees call, by name (a second-order compile of an emitted gradient
+        # named the result of rec0_forward(...) rec0_forward_1, the name of the
+        # other specialisation its guard then read: UnboundLocalError)
+        | {k for k, v in job.parsed.env.globals.items() if inspect.isfunction(v)}
     )
     objects.unroll(node, job.parsed.example_args)
     callees.run(node, job.parsed.example_args, job.namer, job.parsed.env)
