@@ -124,12 +124,12 @@ def _fc_net(rng):
 
 @program(
     _fc_net,
-    refused="MissingRuleError",
-    why="FullyConnectedNet.loss, a method of an object built in the loss, calls "
-    "affine_forward a second time (after the loop): s2sad says it 'cannot tell which "
-    "function' that is (any method calling one module function twice is refused so); "
-    "behind it, batchnorm_forward's writes to bn_param (a dict the caller made) are "
-    "refused as in-place changes of an argument",
+    refused="AliasingError",
+    why="a false refusal: FullyConnectedNet.loss (a method of an object built in the "
+    "loss) ends with 'loss += 0.5 * reg * np.sum(W * W)' over W = self.params[...]; "
+    "loss holds a number (softmax_loss returns a full reduction), but the aliasing "
+    "pass cannot tell through the inlined method and takes it for an array sharing "
+    "the parameters' memory",
 )
 def cs231n_fully_connected_net_loss(params, X, y):
     model = FullyConnectedNet(params, [6, 4], dropout=0.7, reg=0.05, seed=123)
