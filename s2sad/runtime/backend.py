@@ -275,8 +275,47 @@ def run(fn: Any, values: list, seed: list, argnums: tuple) -> tuple:
             value, grads = backend_dask.rebound(fn)(*values, *seed)
             params = tuple(values[i] for i in argnums)
             return gather((value, grads), (None, params))
+    except (TypeError, ValueError, IndexError) as exc:
+        if isinstance(exc.__context__, ForeignArrayError):  # NumPy turned a
+            raise exc.__context__ from None  # refused pull into its own error
+        if "setting an array element with a sequence" in str(exc):
+            raise ForeignArrayError(
+                "a Dask value was written into a NumPy array (y[i] = x[i] with y "
+                "made by NumPy): that would compute it on the driver. Build y from "
+                "Dask values (np.stack, or np.zeros with a data-sized shape, which "
+                "is made in Dask), or allow it with s2sad.allow_driver_pulls()."
+            ).with_traceback(exc.__traceback__) from None
+        rule = _failed_rule(exc)
+        if rule is None:
+            raise  # the user's own code failed on Dask arrays: as Python would
+        raise ForeignArrayError(
+            f"the gradient rule {rule} failed on Dask arrays ({type(exc).__name__}: "
+            f"{exc}); this step is not verified on Dask. Dask data with NumPy "
+            "parameters is the verified form: pass the differentiated arguments as "
+            "NumPy arrays, or compute this part with NumPy."
+        ).with_traceback(exc.__traceback__) from None
     finally:
         backend_dask.leave(token)
+
+
+def _failed_rule(exc: BaseException) -> str | None:
+    """The runtime function (a rule or helper of the emitted code) under which
+    ``exc`` was raised, or None when it came from the user's code itself."""
+    tb, rule = exc.__traceback__, None
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if (
+            rule is None
+            and module.startswith("s2sad.runtime.")
+            and module
+            not in (
+                __name__,
+                backend_dask.__name__,
+            )
+        ):
+            rule = f"{module}.{tb.tb_frame.f_code.co_name}"
+        tb = tb.tb_next
+    return rule
 
 
 @contextlib.contextmanager
