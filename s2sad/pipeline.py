@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from s2sad.errors import ArgnumsError, S2SADError
-from s2sad.options import Options
+from s2sad.options import FOREIGN, Options
 from s2sad.transforms import comments, emit, guards, lines
 from s2sad.transforms.buffers import methods, scalar
 from s2sad.transforms.buffers import wiring as buffers
@@ -69,6 +69,12 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("scalar", scalar.run, (REVERSE,)),
     ("methods", methods.run, (REVERSE,)),
 ]
+
+#: passes that rewrite code for NumPy's own arrays (methods of ndarray, the
+#: step helpers, fused kernels): skipped for calls with arrays of other libraries
+#: (``Options.buffers == "foreign"``: Dask, torch, CuPy, Array API), whose code
+#: runs as written
+NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "methods"})
 
 #: (name, pass, modes), over the whole module once every function is compiled
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [
@@ -183,8 +189,9 @@ def run_function(
 ) -> list[ast.stmt]:
     """Every function pass of the module's mode over one job; what it emits."""
     try:
+        foreign = module.options.buffers == FOREIGN
         for pass_name, run, modes in PASSES:
-            if module.mode in modes:
+            if module.mode in modes and not (foreign and pass_name in NUMPY_ONLY):
                 run(job, module)
                 show(pass_name, job)
     except S2SADError as exc:

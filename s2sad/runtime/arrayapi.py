@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import ForeignArrayError
-from s2sad.runtime import arrayapi_joining
+from s2sad.runtime import arrayapi_joining, rebinding
 from s2sad.runtime.arrayapi_numpy import (
     FUNCTIONS,
     NP,
@@ -185,29 +185,7 @@ _REBOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def rebound(fn: types.FunctionType) -> types.FunctionType:
     """``fn`` (emitted code) with its globals translated by :func:`translate`;
     the module's other functions are rebound with it (one new globals dict)."""
-    done = _REBOUND.get(fn)
-    if done is not None:
-        return done
-    old = fn.__globals__
-    new: dict = {}
-    for name, value in old.items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is old:
-            new[name] = _with_globals(value, new)
-        else:
-            new[name] = translate(value)
-    done = new[fn.__name__] if new.get(fn.__name__) is not None else None
-    if done is None or done.__code__ is not fn.__code__:
-        done = _with_globals(fn, new)
-    _REBOUND[fn] = done
-    return done
-
-
-def _with_globals(fn: types.FunctionType, globs: dict) -> types.FunctionType:
-    new = types.FunctionType(
-        fn.__code__, globs, fn.__name__, fn.__defaults__, fn.__closure__
-    )
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new
+    return rebinding.rebound(fn, translate, _REBOUND)
 
 
 #: modules and refused functions -> their one stand-in (globals checks compare

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import rebinding
+
 #: inside a Dask call: size -> chunks of the Dask arguments' chunked axes
 _DIMS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
     "s2sad_dask_dims", default=None
@@ -140,29 +142,7 @@ _VIEWS: dict = {}
 def rebound(fn: types.FunctionType) -> types.FunctionType:
     """``fn`` (emitted code) with ``np`` (and numpy's creation functions, in
     its globals or seen through a module) as :data:`NP`'s."""
-    done = _REBOUND.get(fn)
-    if done is not None:
-        return done
-    old = fn.__globals__
-    new: dict = {}
-    for name, value in old.items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is old:
-            new[name] = _with_globals(value, new)
-        else:
-            new[name] = translate(value)
-    done = new.get(fn.__name__)
-    if done is None or getattr(done, "__code__", None) is not fn.__code__:
-        done = _with_globals(fn, new)
-    _REBOUND[fn] = done
-    return done
-
-
-def _with_globals(fn: types.FunctionType, globs: dict) -> types.FunctionType:
-    new = types.FunctionType(
-        fn.__code__, globs, fn.__name__, fn.__defaults__, fn.__closure__
-    )
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new
+    return rebinding.rebound(fn, translate, _REBOUND)
 
 
 def translate(value: Any) -> Any:

@@ -18,8 +18,8 @@ among its operands (NumPy's result, or a Dask array's, which has the same
 methods), over a fixpoint; arguments, rule results and runtime helpers'
 results are not assumed to.  Calls that write into a buffer (``out=``) and
 scalar code (Python floats: ``math`` functions) are left alone, and so are the
-plain form (``optimize=False``) and calls with arrays of other libraries
-(``buffers="foreign"``: an Array API array has no methods).
+plain form (``optimize=False``); calls with arrays of other libraries never run
+it (``pipeline.NUMPY_ONLY``: an Array API array has no methods).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from s2sad.options import FOREIGN, SCALAR
+from s2sad.options import SCALAR
 from s2sad.transforms.buffers.facts import Facts
 
 #: the NumPy reductions whose method takes the same arguments after the array
@@ -36,7 +36,7 @@ METHODS = ("sum", "mean", "max", "min", "prod")
 
 def run(job: Any, module: Any) -> None:
     """The pipeline's ``methods`` pass, over every function the job emitted."""
-    if not module.options.optimize or module.options.buffers in (SCALAR, FOREIGN):
+    if not module.options.optimize or module.options.buffers == SCALAR:
         return
     for fn in job.functions:
         if isinstance(fn, ast.FunctionDef):

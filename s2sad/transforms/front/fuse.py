@@ -28,7 +28,6 @@ import ast
 
 import numpy as np
 
-from s2sad.options import FOREIGN
 from s2sad.transforms.astutil import anno
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.shifts import (
@@ -44,8 +43,6 @@ def run(job, module) -> None:
     """Replace every written-out log-softmax of ``job``'s function by one call."""
     from s2sad.runtime.activations import log_softmax_as_written
 
-    if module.options.buffers == FOREIGN:  # arrays of other libraries: as written
-        return
     stores = _store_counts(job.node)
     loads = _load_counts(job.node)
     for block in _blocks(job.node.body):

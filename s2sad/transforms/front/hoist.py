@@ -47,7 +47,6 @@ import types
 
 import numpy as np
 
-from s2sad.options import FOREIGN
 from s2sad.transforms.astutil import anno, const, name
 from s2sad.transforms.front.calls import CallInfo
 
@@ -91,8 +90,6 @@ def run(job, module) -> None:
     """Hoist every per-step product of every ``for`` loop of ``job``'s function."""
     from s2sad.runtime.steps import stepwise_matmul
 
-    if module.options.buffers == FOREIGN:  # Dask, torch...: the loop as written
-        return
     counts = _store_counts(job.node)
     arrays = _known_arrays(job.node, counts)
     loads = _load_counts(job.node)

@@ -38,7 +38,6 @@ import ast
 
 import numpy as np
 
-from s2sad.options import FOREIGN
 from s2sad.transforms.astutil import anno, name
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.hoist import _blocks, _changes_arrays
@@ -48,8 +47,6 @@ def run(job, module) -> None:
     """Peel the first iteration of each loop whose zero initial state it multiplies."""
     from s2sad.runtime.steps import matmul_zeros
 
-    if module.options.buffers == FOREIGN:  # Dask, torch...: the loop as written
-        return
     for block, looped in _blocks(job.node.body, False):
         i = 0
         while i < len(block):
