@@ -113,9 +113,12 @@ class GradientFunction(CompiledModule):
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
-        #: calls of plain Python numbers: the argument types -> the emitted function
-        #: (``__call__``'s fast path: no binding, checking or signature work)
-        self._fast: dict[tuple, Callable] = {}
+        #: the fast path of calls of plain Python numbers (and small arrays) like
+        #: the last one: ``(argument types, emitted function, guard, packing)``
+        #: (``__call__`` goes straight to the function: no binding, checking or
+        #: signature work); None until such a call went well, and whenever another
+        #: module than the last one runs
+        self._hot: tuple | None = None
         self._lock = threading.Lock()
         self._last = None
         # updated=(): copying fun.__dict__ would overwrite this object's own state
@@ -184,6 +187,8 @@ class GradientFunction(CompiledModule):
                         pool = Pool(fn, recorder(fn, source))
                     entry = (fn, path, source, pool)
                     self._compiled[sig] = entry
+        if entry is not self._last:
+            self._hot = None  # the fast path is the last module's only
         self._last = entry
         return entry
 
@@ -197,25 +202,31 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
-        if self._fast and not kwargs:  # see _remember_fast
-            fast = self._fast.get(
-                type(args[0]) if len(args) == 1 else tuple(map(type, args))
+        hot = self._hot  # see _remember_fast: (types, function, guard, packing)
+        if (
+            hot is not None
+            and not kwargs
+            and (
+                type(args[0]) is hot[0]
+                if len(args) == 1
+                else tuple(map(type, args)) == hot[0]
             )
-            # the module of the last call (else the slow path: it logs the switch)
-            if (
-                fast is not None
-                and fast[0] is self._last
-                and (fast[1] is None or small_floats(args, fast[1]))
-            ):
-                try:
-                    value, grads = fast[0][0](*args)
-                except Exception as exc:
-                    return self._fast_failed(exc, args, out)
-                if type(value) is not float and type(value) is not np.float64:
-                    check_scalar(self, value)
-                if out is not None or self._single:
-                    return self._fast_result(value, grads, out)
-                return (value, grads) if self.with_value else grads
+            and (hot[2] is None or small_floats(args, hot[2]))
+        ):
+            try:
+                value, grads = hot[1](*args)
+            except Exception as exc:
+                return self._fast_failed(exc, args, out)
+            if type(value) is not float and type(value) is not np.float64:
+                check_scalar(self, value)
+            if out is not None:
+                return self._fast_result(value, grads, out)
+            packing = hot[3]
+            if packing == _VALUE_AND_ONE:
+                return value, grads[0]
+            if packing == _ONE:
+                return grads[0]
+            return (value, grads) if packing == _VALUE_AND_ALL else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -267,12 +278,17 @@ class GradientFunction(CompiledModule):
             return
         guard = fast_guard(args, types, self._argnums)
         if guard is not False:
-            self._fast[types[0] if len(types) == 1 else types] = (self._last, guard)
+            key = types[0] if len(types) == 1 else types
+            if self._single:
+                packing = _VALUE_AND_ONE if self.with_value else _ONE
+            else:
+                packing = _VALUE_AND_ALL if self.with_value else _ALL
+            self._hot = (key, self._last[0], guard, packing)
 
     def _fast_failed(self, exc: Exception, args: tuple, out: Any):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
         if isinstance(exc, GlobalsChangedError):
-            self._fast.clear()  # compiled again, the slow way (nothing ran yet)
+            self._hot = None  # compiled again, the slow way (nothing ran yet)
             return self(*args, out=out)
         if isinstance(exc, S2SADError):
             raise exc
@@ -359,6 +375,11 @@ class GradientFunction(CompiledModule):
         if ws is not None:
             value = unshare(value, ws)
         return value, grads
+
+
+#: what a fast call returns (``GradientFunction._hot[3]``): (value, gradient),
+#: the gradient, (value, gradients), the gradients
+_VALUE_AND_ONE, _ONE, _VALUE_AND_ALL, _ALL = range(4)
 
 
 # ---------------------------------------------------------------- derivatives of derivatives

@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
               -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
-              -> buffers -> scalar -> methods                     (per function)
+              -> buffers -> scalar -> substitute -> methods                    (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
               -> aliasing -> forward -> cleanup -> assemble       (per function)
@@ -31,7 +31,7 @@ from typing import Any
 from s2sad.errors import ArgnumsError, S2SADError
 from s2sad.options import FOREIGN, Options
 from s2sad.transforms import comments, emit, guards, lines
-from s2sad.transforms.buffers import methods, scalar
+from s2sad.transforms.buffers import methods, scalar, substitute
 from s2sad.transforms.buffers import wiring as buffers
 from s2sad.transforms.forward import assembly as forward
 from s2sad.transforms.front import fuse, hoist, objects, parse, peel, prepare, shifts
@@ -67,6 +67,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("assemble", forward.assemble, (FORWARD,)),
     ("buffers", buffers.function_pass, (REVERSE,)),
     ("scalar", scalar.run, (REVERSE,)),
+    ("substitute", substitute.run, (REVERSE,)),
     ("methods", methods.run, (REVERSE,)),
 ]
 

@@ -389,7 +389,7 @@ def test_fast_path_sees_a_rebound_global():
     g = s2sad.grad(calls_helper)
     first = g(0.5)
     assert g(0.5) == first  # the fast path
-    assert g._fast
+    assert g._hot
     old = _helper
     try:
         _helper = lambda_cos

@@ -45,7 +45,7 @@ def test_logsumexp_fast_path_matches_finite_differences(shape):
         assert value == logsumexp(x)
         _close(g, numerical_grad(logsumexp, [x]))
         assert g.shape == x.shape and g.dtype == x.dtype
-    assert vg._fast  # the fast path was taken
+    assert vg._hot  # the fast path was taken
 
 
 def test_logreg_fast_path_array_and_float_arguments():
@@ -61,7 +61,7 @@ def test_logreg_fast_path_array_and_float_arguments():
         _close(gw, want[0])
         _close(gb, want[1])
         assert type(gb) is float
-    assert vg._fast
+    assert vg._hot
 
 
 def test_fast_path_gradients_are_fresh_arrays():
@@ -69,7 +69,7 @@ def test_fast_path_gradients_are_fresh_arrays():
     x, w = np.linspace(-1, 1, 6), np.linspace(0.5, 2, 6)
     first = vg(x, w, 3)
     again = vg(x, w, 3)
-    assert vg._fast
+    assert vg._hot
     for a, b in zip(first, again):
         assert a is not b and not np.shares_memory(a, b)
         assert a.flags.writeable
@@ -86,7 +86,7 @@ def test_fast_path_leaves_large_arrays_to_the_buffered_module():
     small = np.linspace(-1, 1, 8)
     vg(small, small, 2)
     vg(small, small, 2)
-    assert vg._fast
+    assert vg._hot
     n = workspace.SMALL_BYTES // 8  # float64: exactly SMALL_BYTES per array
     rng = np.random.default_rng(2)
     x, w = rng.normal(size=n), rng.normal(size=n)
@@ -102,7 +102,7 @@ def test_fast_path_refuses_integer_arrays_like_the_slow_path():
     x = np.linspace(0, 1, 5)
     vg(x)
     vg(x)
-    assert vg._fast
+    assert vg._hot
     with pytest.raises(s2sad.errors.S2SADError) as slow:
         s2sad.grad(logsumexp)(np.arange(5))
     with pytest.raises(type(slow.value)):
@@ -133,7 +133,7 @@ def test_fast_path_sees_a_rebound_global():
     x = np.array([1.0, -2.0, 0.5])
     vg(x)
     _close(vg(x), 4.0 * x, rtol=0, atol=0)
-    assert vg._fast
+    assert vg._hot
     old = _scale
     try:
         _scale = np.float64(3.0)  # a rebound global of another type: compiled again
@@ -367,7 +367,7 @@ def test_out_arrays_through_the_fast_path():
         _close(outs[0], want[0])
         _close(outs[1], want[1])
         assert value == weighted(x, w, 2.0)
-    assert vg._fast
+    assert vg._hot
     single = s2sad.grad(logsumexp)
     buf = np.empty(3)
     for _ in range(3):
