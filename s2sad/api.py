@@ -27,7 +27,7 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
-    fast_guard,
+    fast_entry,
     normalize_argnums,
     numpy_floats,
     primal_or_raise,
@@ -113,11 +113,10 @@ class GradientFunction(CompiledModule):
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
-        #: the fast path of calls of plain Python numbers (and small arrays) like
-        #: the last one: ``(argument types, emitted function, guard, packing)``
-        #: (``__call__`` goes straight to the function: no binding, checking or
-        #: signature work); None until such a call went well, and whenever another
-        #: module than the last one runs
+        #: the fast path of calls of Python numbers (and small arrays) like the
+        #: last one (``binding.fast_entry``): ``__call__`` goes straight to the
+        #: emitted function, no binding, checking or signature work; None until
+        #: such a call went well, and whenever another module than the last runs
         self._hot: tuple | None = None
         self._lock = threading.Lock()
         self._last = None
@@ -202,7 +201,7 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
-        hot = self._hot  # see _remember_fast: (types, function, guard, packing)
+        hot = self._hot  # see binding.fast_entry
         if (
             hot is not None
             and not kwargs
@@ -221,12 +220,9 @@ class GradientFunction(CompiledModule):
                 check_scalar(self, value)
             if out is not None:
                 return self._fast_result(value, grads, out)
-            packing = hot[3]
-            if packing == _VALUE_AND_ONE:
-                return value, grads[0]
-            if packing == _ONE:
-                return grads[0]
-            return (value, grads) if packing == _VALUE_AND_ALL else grads
+            if hot[3]:  # one gradient, not a tuple of them
+                grads = grads[0]
+            return (value, grads) if hot[4] else grads
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -253,37 +249,25 @@ class GradientFunction(CompiledModule):
         check_scalar(self, value)
         if not kwargs and not self.has_aux:
             self._remember_fast(args)
-        if out is not None:
-            grads = write_into(
-                out, grads if isinstance(self.argnums, tuple) else grads[0]
-            )
-        elif not isinstance(self.argnums, tuple):
+        if self._single:
             grads = grads[0]
+        if out is not None:
+            grads = write_into(out, grads)
         if self.has_aux:
             return ((value, aux), grads) if self.with_value else (grads, aux)
         return (value, grads) if self.with_value else grads
 
     def _remember_fast(self, args: tuple) -> None:
-        """After a call of Python numbers (and small arrays) that went well, let
-        the next calls of the same argument types go straight to the emitted
-        function (it checks its globals itself, first thing); with arrays, each
-        fast call checks :func:`small_floats` first, else goes the slow way."""
-        types = tuple(map(type, args))
-        if (
-            self._last is None
-            or self._last[3] is not None  # a workspace
-            or not args
-            or len(args) != len(self._call.names)
-        ):
-            return
-        guard = fast_guard(args, types, self._argnums)
-        if guard is not False:
-            key = types[0] if len(types) == 1 else types
-            if self._single:
-                packing = _VALUE_AND_ONE if self.with_value else _ONE
-            else:
-                packing = _VALUE_AND_ALL if self.with_value else _ALL
-            self._hot = (key, self._last[0], guard, packing)
+        """After a call of Python numbers (and small arrays) that went well, the
+        next calls of the same argument types go straight to the emitted function
+        (see :func:`~s2sad.binding.fast_entry`)."""
+        self._hot = fast_entry(
+            self._last,
+            args,
+            len(self._call.names),
+            self._argnums,
+            (self._single, self.with_value),
+        )
 
     def _fast_failed(self, exc: Exception, args: tuple, out: Any):
         """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
@@ -375,11 +359,6 @@ class GradientFunction(CompiledModule):
         if ws is not None:
             value = unshare(value, ws)
         return value, grads
-
-
-#: what a fast call returns (``GradientFunction._hot[3]``): (value, gradient),
-#: the gradient, (value, gradients), the gradients
-_VALUE_AND_ONE, _ONE, _VALUE_AND_ALL, _ALL = range(4)
 
 
 # ---------------------------------------------------------------- derivatives of derivatives

@@ -87,6 +87,24 @@ def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool
     return arrays, tuple(i for i in argnums if types[i] is np.ndarray)
 
 
+def fast_entry(
+    last: tuple | None, args: tuple, n_params: int, argnums: tuple, shape: tuple
+) -> tuple | None:
+    """``grad``'s fast path after a call of ``args`` that went well with the
+    compiled entry ``last``: ``(argument types, emitted function, guard, *shape)``
+    (one argument's type alone; ``shape``: one gradient, not a tuple of them,
+    and the value with it).  The emitted function checks its globals itself,
+    first thing; with arrays, each fast call checks :func:`small_floats` first,
+    else goes the slow way.  None where calls like this one need the slow path."""
+    if last is None or last[3] is not None or not args or len(args) != n_params:
+        return None  # no entry, a workspace, defaults or keywords to bind
+    types = tuple(map(type, args))
+    guard = fast_guard(args, types, argnums)
+    if guard is False:
+        return None
+    return (types[0] if len(types) == 1 else types, last[0], guard, *shape)
+
+
 def small_floats(args: tuple, guard: tuple) -> bool:
     """Whether a call of the fast path's argument types picks the same module: its
     arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the

@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
               -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
-              -> buffers -> scalar -> substitute -> methods                    (per function)
+              -> buffers -> scalar -> substitute -> methods       (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
               -> aliasing -> forward -> cleanup -> assemble       (per function)

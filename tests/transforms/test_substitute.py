@@ -169,6 +169,12 @@ def test_loop_backward_is_two_statements_and_the_invariant_leaves_the_loop():
     assert "# grad of: s = 0.9 * np.sin(s) + 0.1 * x" in backward
 
 
+def test_a_carried_cotangent_is_not_copied_out_and_back():
+    src, _ = emitted(nested, (0, 1), (0.4, 0.9, 3))
+    assert "g_add_1" not in src and "g_out = " not in src
+    assert "g_u = g_out * u + g_out * u" in src
+
+
 def test_reads_after_the_loop_and_zero_trips_keep_invariants_inside():
     src, _ = emitted(zero_trip, (0,), (0.7, 3))
     assert src.split("for i in r:")[1].split("return")[0].count("2.0 * x") == 1
@@ -265,3 +271,14 @@ def test_unsupported_statements_are_refused():
 def test_math_on_the_fast_path_stays_math():
     assert s2sad.grad(recurrence)(0.7) == s2sad.grad(recurrence)(0.7)
     assert math.isfinite(s2sad.grad(recurrence)(0.7))
+
+
+def dead_division(x):
+    z = 1.0 / x  # noqa: F841 (unused: still raises, as in the user's function)
+    return x * 2.0
+
+
+def test_a_dead_statement_that_may_raise_stays():
+    assert s2sad.grad(dead_division)(0.5) == 2.0
+    with pytest.raises(ZeroDivisionError):
+        s2sad.grad(dead_division)(0.0)

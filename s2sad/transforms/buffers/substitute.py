@@ -5,17 +5,21 @@ top-level gradient function holds numbers (s2sad/transforms/reverse/scalars.py)
 and their cotangents, whose arithmetic has no side effects.  This pass, after
 ``scalar`` has pointed the math at ``math``, repeats until nothing changes:
 
-- **dead stores**: ``g_x = None`` (or any side-effect-free expression) bound to
+- **dead stores**: ``g_x = None`` (or ``+ - *`` of numbers, which cannot raise) bound to
   a name no path reads before it is bound again (s2sad/transforms/liveness.py:
   the next iteration of a loop counts as a path);
 - **loop-invariant code**: ``t = 0.1 * x`` at the top level of a loop body, of
   names the loop never binds and that are bound before it, with ``+ - *`` only
   (nothing that could raise), ``t`` bound nowhere else in the loop, read by
   nothing before it in the body nor after the loop: it moves before the loop;
-- **forward substitution**: ``t = e`` read once further down the same block (a
-  copy ``t = y`` or a constant: read any number of times), with nothing in
-  between binding ``t`` or the names ``e`` reads, nor calling anything but
-  ``math`` and the tape: ``e`` goes where ``t`` was read, ``t`` goes::
+- **copies back**: ``y = t`` after ``t = y``, neither bound again in between;
+- **forward substitution**: ``t = e`` read once further down the same block
+  (no further than the next ``# grad of:`` line, nor into a ``return``, and
+  into lines of at most six operations, so the code stays readable; a copy
+  ``t = y`` or a constant may go anywhere, read any number of times), with
+  nothing in between binding ``t`` or the names ``e`` reads, nor calling
+  anything but ``math`` and the tape: ``e`` goes where ``t`` was read, ``t``
+  goes::
 
     for i in reversed(r):                        for i in reversed(r):
         g_mul = g_out                                s = tape.pop()
@@ -51,7 +55,7 @@ from s2sad.transforms.comments import is_marker
 _SAFE_OPS = (ast.Add, ast.Sub, ast.Mult)
 _PURE_OPS = (*_SAFE_OPS, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 #: builtins that neither change an object nor read a frame
-_PURE_BUILTINS = frozenset({"float", "range", "reversed", "len"})
+_PURE_BUILTINS = frozenset({"float", "range", "reversed"})
 #: at most this many operations and calls in a statement that takes in another's
 _LONGEST = 6
 #: at most this many rounds (each one makes the function smaller)
@@ -206,7 +210,9 @@ def _dead_stores(body: list[ast.stmt], live: dict, kit: _Kit) -> bool:
         keep = []
         for s in block:
             t = _binding(s, kit)
-            if t is not None and t not in live[id(s)]:
+            # only what cannot raise: a dead ``1.0 / x`` still raises as the user's
+            # code does
+            if t is not None and t not in live[id(s)] and kit.pure(s.value, True):
                 changed = True
                 continue
             keep.append(s)
@@ -293,6 +299,7 @@ def _substitute(body: list[ast.stmt], live: dict, kit: _Kit) -> bool:
     for block in _blocks(body):
         i = 0
         while i < len(block):
+            changed |= _copies_back(block, i, kit)
             if _forward(block, i, live, kit):
                 del block[i]
                 changed = True
@@ -302,6 +309,35 @@ def _substitute(body: list[ast.stmt], live: dict, kit: _Kit) -> bool:
             block.append(ast.Pass())
         block[:] = _without_dangling_comments(block) or [ast.Pass()]
     return changed
+
+
+def _copies_back(block: list[ast.stmt], i: int, kit: _Kit) -> bool:
+    """After ``t = y``, drop each ``y = t`` below it while neither is bound again
+    (a loop-carried cotangent copied out and back in): it changes nothing."""
+    d = block[i]
+    t = _binding(d, kit)
+    if t is None or not isinstance(d.value, ast.Name) or d.value.id == t:
+        return False
+    y = d.value.id
+    back = []
+    for s in block[i + 1 :]:
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and _is_name(s.targets[0], y)
+            and _is_name(s.value, t)
+            and not {"save", "restore"} & set(anno(s))
+        ):
+            back.append(s)
+        elif {t, y} & liveness.all_writes([s]):
+            break
+    for s in back:
+        block.remove(s)
+    return bool(back)
+
+
+def _is_name(e: ast.expr, x: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == x
 
 
 def _forward(block: list[ast.stmt], i: int, live: dict, kit: _Kit) -> bool:
