@@ -33,6 +33,9 @@ and their cotangents, whose arithmetic has no side effects.  This pass, after
         g_out = g_sin * math.cos(s)
         g_sin = None
 
+Last, each ``math`` function called in a loop is read once, into a local
+(``math_cos = math.cos``), not from the module at every iteration.
+
 The operations, their operands and their order stay the same (an expression
 moves whole into the place of the name), so every value and gradient is the
 same float.  Functions holding anything liveness does not model are left alone.
@@ -47,7 +50,7 @@ from typing import Any
 
 from s2sad.options import SCALAR
 from s2sad.transforms import liveness
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, assign, name
 from s2sad.transforms.comments import is_marker
 
 #: operators between numbers that never raise (loop-invariant code may run
@@ -109,7 +112,8 @@ def tidy(fn: ast.FunctionDef, scope: set[str], bindings: dict[str, Any]) -> bool
         if not step:
             break
         changed = True
-    return changed
+    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    return _math_in_loops(fn, kit, taken | params | set(bindings)) or changed
 
 
 class _Kit:
@@ -138,7 +142,7 @@ class _Kit:
             return isinstance(e.op, (ast.USub, ast.UAdd)) and self.pure(e.operand, safe)
         if isinstance(e, ast.Call) and not safe:
             return (
-                self._math(e.func)
+                self.is_math(e.func)
                 and not e.keywords
                 and all(not isinstance(a, ast.Starred) and self.pure(a) for a in e.args)
             )
@@ -149,7 +153,7 @@ class _Kit:
         builtins' and the tape's, and it writes no item or attribute."""
         for n in ast.walk(s):
             if isinstance(n, ast.Call) and not (
-                self._math(n.func)
+                self.is_math(n.func)
                 or (isinstance(n.func, ast.Name) and n.func.id in self.builtin_names)
                 or _tape(n.func)
             ):
@@ -160,7 +164,7 @@ class _Kit:
                 return False
         return True
 
-    def _math(self, f: ast.expr) -> bool:
+    def is_math(self, f: ast.expr) -> bool:
         return (
             isinstance(f, ast.Attribute)
             and isinstance(f.value, ast.Name)
@@ -199,6 +203,36 @@ def _blocks(stmts: list[ast.stmt]):
             inner = getattr(s, field, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                 yield from _blocks(inner)
+
+
+# ---------------------------------------------------------------- math in loops
+
+
+def _math_in_loops(fn: ast.FunctionDef, kit: _Kit, taken: set[str]) -> bool:
+    """``math_cos = math.cos`` once at the top for each ``math`` function called
+    in a loop, and the loops call the local: no module attribute read per
+    iteration (``grad``'s re-run on NumPy's functions rebinds ``math`` itself,
+    so the locals read NumPy's then)."""
+    calls: dict[tuple[str, str], list[ast.Call]] = {}
+    for loop in ast.walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for c in ast.walk(loop):
+                if isinstance(c, ast.Call) and kit.is_math(c.func):
+                    key = (c.func.value.id, c.func.attr)
+                    if all(c is not d for d in calls.get(key, [])):
+                        calls.setdefault(key, []).append(c)
+    reads = []
+    for (module, attr), found in sorted(calls.items()):
+        local = f"{module}_{attr}"
+        k = 1
+        while local in taken:
+            local, k = f"{module}_{attr}_{k}", k + 1
+        taken.add(local)
+        reads.append(assign(local, ast.Attribute(name(module), attr, ast.Load())))
+        for c in found:
+            c.func = name(local)
+    fn.body[0:0] = reads
+    return bool(reads)
 
 
 # ---------------------------------------------------------------- dead stores
