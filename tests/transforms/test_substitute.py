@@ -100,7 +100,28 @@ def straight(x):
     return np.sin(b) * a + np.cos(x * b)
 
 
+def with_local_function(x):
+    def sq(v):
+        return v * v
+
+    s = x
+    for i in range(3):
+        s = sq(s) * 0.5 + x
+    return s
+
+
+def ints_and_floats(x, n):
+    s = x
+    m = 0
+    for i in range(n):
+        m = m + 2
+        s = s * 0.5 + m * x - i
+    return s * m
+
+
 PROGRAMS = [
+    (with_local_function, (0.6,), (0,)),
+    (ints_and_floats, (0.6, 4), (0,)),
     (recurrence, (0.7,), (0,)),
     (recurrence, (-1.3,), (0,)),
     (two_carried, (0.4, 0.9), (0, 1)),
@@ -301,3 +322,20 @@ def test_math_read_once_in_a_loop_still_reruns_on_numpys_functions(x):
     assert "math_log = math.log" in vg.source
     np.testing.assert_array_equal(np.array([got[0], got[1]]), [want[0], want[1]])
     assert type(got[1]) is float
+
+
+def with_aux(x):
+    s = x
+    for i in range(5):
+        s = 0.5 * np.sin(s) + 0.2 * x
+    return s, i
+
+
+def test_has_aux_on_scalar_code():
+    vg = s2sad.value_and_grad(with_aux, has_aux=True)
+    for _ in range(2):
+        (value, aux), g = vg(0.8)
+        assert value == with_aux(0.8)[0] and aux == 4
+        np.testing.assert_allclose(
+            g, fd(lambda x: with_aux(x)[0], (0.8,), 0), rtol=1e-6
+        )
