@@ -119,7 +119,16 @@ def ints_and_floats(x, n):
     return s * m
 
 
+def recurrence_n(x, n):
+    s = x
+    for i in range(n):
+        s = 0.5 * np.sin(s) + 0.3 * x
+    return s * s
+
+
 PROGRAMS = [
+    (recurrence_n, (0.7, 0), (0,)),
+    (recurrence_n, (0.7, 5), (0,)),
     (with_local_function, (0.6,), (0,)),
     (ints_and_floats, (0.6, 4), (0,)),
     (recurrence, (0.7,), (0,)),
@@ -175,20 +184,35 @@ def test_same_floats_as_without_the_pass_and_finite_differences(fn, args, argnum
 
 def test_loop_backward_is_two_statements_and_the_invariant_leaves_the_loop():
     src, _ = emitted(recurrence, (0,), (0.7,))
-    forward, backward = src.split("for i in reversed(r):")
+    forward, backward = src.split("for s in reversed(tape):")
     head, loop = forward.split("for i in r:")
     assert "mul_1 = 0.1 * x" in head and "mul_1 = 0.1 * x" not in loop
     assert "s = 0.9 * math_sin(s) + mul_1" in loop and "math_sin = math.sin" in head
     assert "= None" not in src and "g_mul" not in src and "g_sin" not in src
+    assert "tape.pop()" not in src  # the tape is walked backwards
     body = [ln.strip() for ln in backward.split("return")[0].splitlines()]
     body = [ln for ln in body if ln and not ln.startswith("#")]
     assert body == [
-        "s = tape.pop()",
         "g_x = g_x + g_out * 0.1",
         "g_out = g_out * 0.9 * math_cos(s)",
         "g_x = g_x + g_out",
     ]
     assert "# grad of: s = 0.9 * np.sin(s) + 0.1 * x" in backward
+
+
+def test_the_tape_is_walked_only_when_one_loop_owns_it():
+    # a pop that is not first in the backward loop (ints_and_floats), tapes in
+    # nested loops (nested), a while loop: popped; one value an iteration of a
+    # loop over range(n): walked
+    for fn, args in [
+        (ints_and_floats, (0.6, 4)),
+        (nested, (0.4, 0.9, 3)),
+        (while_loop, (0.5,)),
+    ]:
+        src, _ = emitted(fn, (0,), args)
+        assert "reversed(tape)" not in src and "tape.pop()" in src, fn.__name__
+    src, _ = emitted(recurrence_n, (0,), (0.7, 5))
+    assert "for s in reversed(tape):" in src
 
 
 def test_a_carried_cotangent_is_not_copied_out_and_back():

@@ -33,7 +33,9 @@ and their cotangents, whose arithmetic has no side effects.  This pass, after
         g_out = g_sin * math.cos(s)
         g_sin = None
 
-Last, each ``math`` function called in a loop is read once, into a local
+Then a tape that only one loop fills, one value an iteration, is walked
+backwards by the loop that reads it (s2sad/transforms/buffers/states.py), and
+each ``math`` function called in a loop is read once, into a local
 (``math_cos = math.cos``), not from the module at every iteration.
 
 The operations, their operands and their order stay the same (an expression
@@ -51,6 +53,7 @@ from typing import Any
 from s2sad.options import SCALAR
 from s2sad.transforms import liveness
 from s2sad.transforms.astutil import anno, assign, name
+from s2sad.transforms.buffers import states
 from s2sad.transforms.comments import is_marker
 
 #: operators between numbers that never raise (loop-invariant code may run
@@ -112,6 +115,8 @@ def tidy(fn: ast.FunctionDef, scope: set[str], bindings: dict[str, Any]) -> bool
         if not step:
             break
         changed = True
+    live = liveness.live_after(fn.body)
+    changed |= states.walk_backwards(fn, live, kit.builtin_names)
     taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     return _math_in_loops(fn, kit, taken | params | set(bindings)) or changed
 
