@@ -57,6 +57,14 @@ def offset_steps(params, x):
     return s
 
 
+def nested_loops(params, x):
+    s = 0.0
+    for k in range(2):
+        for t in range(x.shape[1] // C):
+            s = s + np.sum(np.sin(x[:, t * C : (t + 1) * C] @ params["W"]) * (k + 1))
+    return s
+
+
 def list_weights(ws, x):
     h = np.zeros((x.shape[0], ws[1].shape[0]))
     for t in range(STEPS):
@@ -95,6 +103,7 @@ HOISTED = [
     (rows, lambda r, n: (_params(r, w_rows=5), r.normal(size=(2 * C + n, 5)))),
     (overlapping, lambda r, n: (_params(r), r.normal(size=(n, 6)))),
     (offset_steps, lambda r, n: (_params(r), r.normal(size=(n, 3 * C + 1)))),
+    (nested_loops, lambda r, n: (_params(r), r.normal(size=(n, 2 * C)))),
     (list_weights, lambda r, n: ([r.normal(size=(C, 3)), r.normal(size=(3, 3))],
                                  r.normal(size=(n, C * STEPS)))),
 ]  # fmt: skip
