@@ -12,10 +12,10 @@ from s2sad.runtime.support import (
     unbroadcast,
     zeros,
 )
-from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
-from s2sad.runtime.indexing import d_getitem
+from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.steps import matmul_zeros
+from s2sad.runtime.steps import d_stepwise_matmul_rhs, matmul_zeros, stepwise_matmul
 from rnn_mnist import logits
 
 
@@ -44,7 +44,9 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     params_item_1 = None
     params_item_2 = None
     params_item_3 = None
-    xt = None
+    t = None
+    x_at_params_item_1 = None
+    t_old_1 = None
     shape = x.shape
     shape_item = shape[0]
     params_item = params["Wh"]
@@ -54,47 +56,42 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     dtype = x.dtype
     h = zeros(items, dtype=dtype, out=ws.take("h"))
     r = range(rnn_mnist.STEPS)
-    r_first = r[:1]
-    for t in r_first:
-        mul = t * rnn_mnist.CHUNK
-        add = t + 1
-        mul_1 = add * rnn_mnist.CHUNK
-        tape.append(xt)
-        xt = x[:, mul:mul_1]
+    r_once = r[:1]
+    for t_once in r_once:
         tape.append(params_item_1)
         params_item_1 = params["Wx"]
-        tape.append(matmul)
-        matmul = xt @ params_item_1
         tape.append(params_item_2)
         params_item_2 = params["Wh"]
+        tape.append(params_item_3)
+        params_item_3 = params["bh"]
+        tape.append(x_at_params_item_1)
+        x_at_params_item_1 = stepwise_matmul(
+            x,
+            params_item_1,
+            1,
+            r,
+            (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        )
+    r_first = r[:1]
+    for t in r_first:
+        tape.append(matmul)
+        matmul = x_at_params_item_1[:, t]
         tape.append(matmul_1)
         matmul_1 = matmul_zeros(h, params_item_2)
         tape.append(add_1)
         add_1 = matmul + matmul_1
-        tape.append(params_item_3)
-        params_item_3 = params["bh"]
         add_2 = add_1 + params_item_3
         tape.append(h)
         h = np.tanh(add_2)
     r_rest = r[1:]
+    t_old_1 = t
     for t in r_rest:
-        mul = t * rnn_mnist.CHUNK
-        add = t + 1
-        mul_1 = add * rnn_mnist.CHUNK
-        tape.append(xt)
-        xt = x[:, mul:mul_1]
-        tape.append(params_item_1)
-        params_item_1 = params["Wx"]
         tape.append(matmul)
-        matmul = xt @ params_item_1
-        tape.append(params_item_2)
-        params_item_2 = params["Wh"]
+        matmul = x_at_params_item_1[:, t]
         tape.append(matmul_1)
         matmul_1 = h @ params_item_2
         tape.append(add_1)
         add_1 = matmul + matmul_1
-        tape.append(params_item_3)
-        params_item_3 = params["bh"]
         add_2 = add_1 + params_item_3
         tape.append(h)
         h = np.tanh(add_2)
@@ -117,9 +114,14 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             params_item_3,
             params_item_4,
             params_item_5,
+            r,
             r_first,
+            r_once,
             r_rest,
-            xt,
+            t,
+            t_old_1,
+            x,
+            x_at_params_item_1,
         ),
     )
 
@@ -139,9 +141,14 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         params_item_3,
         params_item_4,
         params_item_5,
+        r,
         r_first,
+        r_once,
         r_rest,
-        xt,
+        t,
+        t_old_1,
+        x,
+        x_at_params_item_1,
     ) = saved
     # grad of: return h @ params["Wo"] + params["bo"]
     g_matmul_2 = unbroadcast(g_out, matmul_2, out=ws.take("g_matmul_2"))
@@ -165,9 +172,9 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_add_2 = None
     g_matmul = None
     g_matmul_1 = None
-    g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
+    g_x_at_params_item_1 = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         if g_h is not None:
@@ -185,17 +192,6 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 out=ws.take("g_params_item_3"),
             )
         g_add_2 = None
-        if g_params_item_3 is not None:
-            ct_params_1 = d_getitem(
-                g_params_item_3,
-                params_item_3,
-                params,
-                "bh",
-                into=(ws.take("ct_params_1"),),
-            )[0]
-            g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
-        g_params_item_3 = None
-        params_item_3 = tape.pop()
         if g_add_1 is not None:
             g_matmul = accumulate(
                 g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul")
@@ -219,39 +215,17 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             )
         g_matmul_1 = None
         matmul_1 = tape.pop()
-        if g_params_item_2 is not None:
-            ct_params_2 = d_getitem(
-                g_params_item_2,
-                params_item_2,
-                params,
-                "Wh",
-                into=(ws.take("ct_params_2"),),
-            )[0]
-            g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
-        g_params_item_2 = None
-        params_item_2 = tape.pop()
         if g_matmul is not None:
-            ct_params_item_1 = d_matmul_rhs(
-                g_matmul, matmul, xt, params_item_1, into=(ws.take("ct_params_item_1"),)
-            )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
+            g_x_at_params_item_1 = add_at_index(
+                g_x_at_params_item_1,
+                g_matmul,
+                x_at_params_item_1,
+                (slice(None, None, None), t),
+                out=ws.take("g_x_at_params_item_1"),
             )
         g_matmul = None
         matmul = tape.pop()
-        if g_params_item_1 is not None:
-            ct_params_3 = d_getitem(
-                g_params_item_1,
-                params_item_1,
-                params,
-                "Wx",
-                into=(ws.take("ct_params_3"),),
-            )[0]
-            g_params = accumulate(g_params, ct_params_3, out=ws.take("g_params.5"))
-        g_params_item_1 = None
-        params_item_1 = tape.pop()
-        # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
-        xt = tape.pop()
+    t = t_old_1
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         if g_h is not None:
@@ -269,17 +243,6 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 out=ws.take("g_params_item_3.2"),
             )
         g_add_2 = None
-        if g_params_item_3 is not None:
-            ct_params_4 = d_getitem(
-                g_params_item_3,
-                params_item_3,
-                params,
-                "bh",
-                into=(ws.take("ct_params_4"),),
-            )[0]
-            g_params = accumulate(g_params, ct_params_4, out=ws.take("g_params.6"))
-        g_params_item_3 = None
-        params_item_3 = tape.pop()
         if g_add_1 is not None:
             g_matmul = accumulate(
                 g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul.2")
@@ -291,41 +254,66 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         add_1 = tape.pop()
         g_matmul_1 = None
         matmul_1 = tape.pop()
+        if g_matmul is not None:
+            g_x_at_params_item_1 = add_at_index(
+                g_x_at_params_item_1,
+                g_matmul,
+                x_at_params_item_1,
+                (slice(None, None, None), t),
+                out=ws.take("g_x_at_params_item_1.2"),
+            )
+        g_matmul = None
+        matmul = tape.pop()
+    g_params_item_1 = None
+    for t_once in reversed(r_once):
+        # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        if g_x_at_params_item_1 is not None:
+            ct_params_item_1 = d_stepwise_matmul_rhs(
+                g_x_at_params_item_1,
+                x_at_params_item_1,
+                x,
+                params_item_1,
+                1,
+                r,
+                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                into=(ws.take("ct_params_item_1"),),
+            )[0]
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
+            )
+        g_x_at_params_item_1 = None
+        x_at_params_item_1 = tape.pop()
+        if g_params_item_3 is not None:
+            ct_params_1 = d_getitem(
+                g_params_item_3,
+                params_item_3,
+                params,
+                "bh",
+                into=(ws.take("ct_params_1"),),
+            )[0]
+            g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
+        g_params_item_3 = None
+        params_item_3 = tape.pop()
         if g_params_item_2 is not None:
-            ct_params_5 = d_getitem(
+            ct_params_2 = d_getitem(
                 g_params_item_2,
                 params_item_2,
                 params,
                 "Wh",
-                into=(ws.take("ct_params_5"),),
+                into=(ws.take("ct_params_2"),),
             )[0]
-            g_params = accumulate(g_params, ct_params_5, out=ws.take("g_params.7"))
+            g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
         g_params_item_2 = None
         params_item_2 = tape.pop()
-        if g_matmul is not None:
-            ct_params_item_1_1 = d_matmul_rhs(
-                g_matmul,
-                matmul,
-                xt,
-                params_item_1,
-                into=(ws.take("ct_params_item_1_1"),),
-            )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
-            )
-        g_matmul = None
-        matmul = tape.pop()
         if g_params_item_1 is not None:
-            ct_params_6 = d_getitem(
+            ct_params_3 = d_getitem(
                 g_params_item_1,
                 params_item_1,
                 params,
                 "Wx",
-                into=(ws.take("ct_params_6"),),
+                into=(ws.take("ct_params_3"),),
             )[0]
-            g_params = accumulate(g_params, ct_params_6, out=ws.take("g_params.8"))
+            g_params = accumulate(g_params, ct_params_3, out=ws.take("g_params.5"))
         g_params_item_1 = None
         params_item_1 = tape.pop()
-        # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
-        xt = tape.pop()
     return (g_params, None)

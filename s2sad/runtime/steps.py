@@ -17,10 +17,20 @@ vector ``w``, stacks of matrices) stacks the per-step products along ``axis``,
 so the result is the same whatever the operands' dimensions.  Its adjoint rule
 takes the cotangents of every step at once: one ``x.T @ g`` for ``w`` instead
 of one per step, both in the layout of ``x @ w`` (no copies).
+
+A loop may also cut its steps out of ``x`` with slices instead of an index,
+``x[:, t * c : (t + 1) * c] @ w``: the pass then hands the slice's bounds as
+``tiles = (a, b, p, q)``, step ``t`` being ``x[..., a * t + b : p * t + q, ...]``
+along ``axis``.  When those slices tile the axis as a reshape would (``a == p
+== q - b > 0``, every step's slice inside ``x``), step ``t`` is step ``t`` of
+``x`` cut and reshaped to ``(..., steps, a, ...)``, and the product is the one
+above; otherwise (overlapping or ragged slices, negative steps) each step's
+product is computed as written and stacked, the same values.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -68,12 +78,20 @@ def _buffer(out: Any, shape: tuple, dtype: Any) -> np.ndarray | None:
     return None
 
 
-def stepwise_matmul(x: Any, w: Any, axis: int, steps: Any, out: Any = None) -> Any:
+def stepwise_matmul(
+    x: Any, w: Any, axis: int, steps: Any, tiles: Any = None, out: Any = None
+) -> Any:
     """Every step's product at once: ``out[(:,) * axis + (t,)]`` is
     ``x[(:,) * axis + (t,)] @ w`` for each ``t`` in ``steps`` (``x`` cut after
     the last step the loop reads; a negative step reads from the end, as
-    ``x[..., t, ...]`` would).  ``out``: a buffer for the result, used when it
-    fits."""
+    ``x[..., t, ...]`` would).  With ``tiles = (a, b, p, q)``, step ``t`` of
+    ``x`` is instead the slice ``a * t + b : p * t + q`` along ``axis``.
+    ``out``: a buffer for the result, used when it fits."""
+    if tiles is not None:
+        xr = _tiled(x, axis, steps, tiles)
+        if xr is None:
+            return _sliced_products(x, w, axis, steps, tiles)
+        x = xr
     x, m, one = _parts(x, w, axis, steps)
     if m == 0:
         return np.empty((0,), dtype=np.result_type(x, w))
@@ -125,19 +143,119 @@ def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple, into) ->
     return gx, gw
 
 
+def _all_grads(g, x, w, axis, steps, tiles, need, into) -> tuple:
+    """(cotangent of x, of w) of ``stepwise_matmul(x, w, axis, steps, tiles)``."""
+    if tiles is None:
+        return _grads(g, x, w, axis, steps, need, into)
+    xr = _tiled(x, axis, steps, tiles)
+    if xr is None:
+        return _sliced_grads(g, x, w, axis, steps, tiles, need)
+    gxr, gw = _grads(g, xr, w, axis, steps, need, into)
+    if gxr is None:
+        return None, gw
+    gx = np.zeros(np.shape(x), dtype=gxr.dtype)
+    cut = _index(axis, slice(tiles[1], tiles[1] + gxr.shape[axis] * tiles[0]))
+    gx[cut] = gxr.reshape(gx[cut].shape)
+    return gx, gw
+
+
 @adjoint(stepwise_matmul)
-def d_stepwise_matmul(g, ans, x, w, axis, steps, out=None):
-    return _grads(g, x, w, axis, steps, (True, True), None) + (None, None)
+def d_stepwise_matmul(g, ans, x, w, axis, steps, tiles=None, out=None):
+    return _all_grads(g, x, w, axis, steps, tiles, (True, True), None) + (
+        None,
+        None,
+        None,
+    )
 
 
 @adjoint(stepwise_matmul, argnum=0)
-def d_stepwise_matmul_lhs(g, ans, x, w, axis, steps, out=None):
-    return (_grads(g, x, w, axis, steps, (True, False), None)[0],)
+def d_stepwise_matmul_lhs(g, ans, x, w, axis, steps, tiles=None, out=None):
+    return (_all_grads(g, x, w, axis, steps, tiles, (True, False), None)[0],)
 
 
 @adjoint(stepwise_matmul, argnum=1)
-def d_stepwise_matmul_rhs(g, ans, x, w, axis, steps, out=None, *, into=None):
-    return (_grads(g, x, w, axis, steps, (False, True), into)[1],)
+def d_stepwise_matmul_rhs(
+    g, ans, x, w, axis, steps, tiles=None, out=None, *, into=None
+):
+    return (_all_grads(g, x, w, axis, steps, tiles, (False, True), into)[1],)
+
+
+# ================================================================ slices as steps
+
+
+def _ints(values: Any) -> tuple | None:
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        return None
+
+
+def _tiled(x: Any, axis: int, steps: Any, tiles: Any) -> np.ndarray | None:
+    """``x`` cut to the steps' slices and reshaped so that step ``t`` of the loop
+    is index ``t`` along ``axis``, or None when the slices do not tile the axis
+    exactly as such a reshape would (then each step is sliced as written)."""
+    bounds = _ints(tiles)
+    if bounds is None or type(x) is not np.ndarray or type(steps) is not range:
+        return None
+    a, b, p, q = bounds
+    if not (a == p == q - b > 0 and b >= 0 and 0 <= axis < x.ndim):
+        return None
+    m = _reach(steps, 1 << 62)
+    if len(steps) and min(steps[0], steps[-1]) < 0 or b + m * a > x.shape[axis]:
+        return None
+    cut = x[_index(axis, slice(b, b + m * a))]
+    return cut.reshape(x.shape[:axis] + (m, a) + x.shape[axis + 1 :])
+
+
+def _layout(steps: Any) -> tuple[int, dict]:
+    """(length of the stacked axis, step -> its index there): ``stacked[t]``
+    reads step ``t``'s product, a negative ``t`` counting from the end."""
+    ts = sorted({operator.index(t) for t in steps})
+    pos = max((t + 1 for t in ts if t >= 0), default=0)
+    n = pos - min((t for t in ts if t < 0), default=0)
+    return n, {t: t if t >= 0 else n + t for t in ts}
+
+
+def _slice_of(axis: int, tiles: tuple, t: int) -> tuple:
+    a, b, p, q = tiles
+    return _index(axis, slice(a * t + b, p * t + q))
+
+
+def _sliced_products(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
+    """Each step's product of its slice, as written, stacked along ``axis``."""
+    n, where = _layout(steps)
+    if n == 0:
+        return np.empty((0,), dtype=np.result_type(x, w))
+    parts = {t: np.matmul(x[_slice_of(axis, tiles, t)], w) for t in where}
+    shapes = {p.shape for p in parts.values()}
+    if len(shapes) != 1:
+        raise ValueError(
+            "s2sad's hoisted loop product: the loop's slices of its input give "
+            f"products of different shapes {sorted(shapes)}; they cannot be "
+            "computed before the loop (a ragged last slice along a batch axis)"
+        )
+    first = next(iter(parts.values()))
+    out = np.zeros(first.shape[:axis] + (n,) + first.shape[axis:], first.dtype)
+    for t, prod in parts.items():
+        out[_index(axis, where[t])] = prod
+    return out
+
+
+def _sliced_grads(g, x, w, axis, steps, tiles, need) -> tuple:
+    from s2sad.runtime.contractions import d_matmul  # (a rule module: loaded later)
+
+    where = _layout(steps)[1]
+    dtype = np.result_type(x, w)
+    gx = np.zeros(np.shape(x), dtype) if need[0] else None
+    gw = np.zeros(np.shape(w), dtype) if need[1] else None
+    for t, j in where.items():
+        at = _slice_of(axis, tiles, t)
+        gxt, gwt = d_matmul(g[_index(axis, j)], None, x[at], w)
+        if need[0]:
+            gx[at] += gxt
+        if need[1]:
+            gw += gwt
+    return gx, gw
 
 
 # ================================================================ tangents

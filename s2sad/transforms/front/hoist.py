@@ -43,11 +43,13 @@ index other than the loop variable is left as it was.
 from __future__ import annotations
 
 import ast
+import copy
 import types
 
 import numpy as np
 
 from s2sad.transforms.astutil import anno, const, name
+from s2sad.transforms.front import invariants
 from s2sad.transforms.front.calls import CallInfo
 
 #: methods that change their array in place
@@ -88,8 +90,6 @@ ARRAY_METHODS = frozenset(
 
 def run(job, module) -> None:
     """Hoist every per-step product of every ``for`` loop of ``job``'s function."""
-    from s2sad.runtime.steps import stepwise_matmul
-
     counts = _store_counts(job.node)
     arrays = _known_arrays(job.node, counts)
     loads = _load_counts(job.node)
@@ -98,14 +98,36 @@ def run(job, module) -> None:
         while i < len(block):
             stmt = block[i]
             if isinstance(stmt, ast.For) and "range" in anno(stmt):
-                added = _hoist_loop(stmt, job, module, arrays, loads, stepwise_matmul)
+                added = _hoist(stmt, block, i, job, module, arrays, loads, counts)
                 block[i:i] = added
                 i += len(added)
                 for new in added:  # a local; assigned again when a loop holds this one
-                    job.norm.locals.add(new.targets[0].id)
-                    if looped:
-                        job.norm.nonsimple.add(new.targets[0].id)
+                    for sub in ast.walk(new):
+                        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                            job.norm.locals.add(sub.id)
+                            if looped or isinstance(new, ast.For):
+                                job.norm.nonsimple.add(sub.id)
             i += 1
+
+
+def _hoist(loop, block, i, job, module, arrays, loads, counts) -> list[ast.stmt]:
+    """What goes before ``loop``: its invariant reads, then its per-step products
+    (in a one-step loop over the range's first step when the reads may fail
+    and the range may be empty)."""
+    from s2sad.runtime.steps import stepwise_matmul
+
+    reads = []
+    if (
+        isinstance(loop.target, ast.Name)
+        and not loop.orelse
+        and not _changes_arrays(loop)
+    ):
+        reads = invariants.invariant_reads(loop, job.node, counts)
+    products = _hoist_loop(loop, job, module, arrays, loads, stepwise_matmul)
+    rng = anno(loop)["range"]
+    if not reads or invariants.surely_runs(block, i, rng):
+        return reads + products
+    return invariants.one_step_loop(loop, job.namer, rng, reads + products)
 
 
 def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
@@ -118,10 +140,10 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
     added = []
     body = loop.body
     for k, s1 in enumerate(body):
-        site = _step_read(s1, t, stored, arrays)
+        site = _step_read(s1, t, stored, arrays, loop)
         if site is None:
             continue
-        a, A, axis = site
+        a, A, axis, tiles = site
         if stored.get(a, 0) != 1:
             continue
         for s2 in body[k + 1 :]:
@@ -130,11 +152,10 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
                 continue
             hoisted = job.namer.fresh(f"{A}_at_{W}")
             func = module.rule_ref(fn)
-            value = ast.Call(
-                func=func,
-                args=[name(A), name(W), const(axis), name(anno(loop)["range"])],
-                keywords=[],
-            )
+            args = [name(A), name(W), const(axis), name(anno(loop)["range"])]
+            if tiles is not None:  # step t: a slice of A whose bounds are affine in t
+                args.append(ast.Tuple(elts=copy.deepcopy(list(tiles)), ctx=ast.Load()))
+            value = ast.Call(func=func, args=args, keywords=[])
             anno(value)["call"] = CallInfo("rule", fn)
             new = ast.Assign(targets=[name(hoisted, store=True)], value=value)
             ast.copy_location(new, s2)
@@ -154,20 +175,56 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
                 s2.value,
             )
             loads[a] = loads.get(a, 0) - 1
-    # a step read that nothing reads any more goes
-    loop.body[:] = [
+    # a step read that nothing reads any more goes, then the index arithmetic
+    # only it read (``mul = t * C``)
+    dropped = [
         s
         for s in loop.body
-        if not (
-            _step_read(s, t, stored, arrays) is not None
-            and loads.get(s.targets[0].id, 0) <= 0
-        )
-    ] or [ast.Pass()]
+        if _step_read(s, t, stored, arrays, loop) is not None
+        and loads.get(s.targets[0].id, 0) <= 0
+    ]
+    while dropped:
+        loop.body[:] = [s for s in loop.body if s not in dropped] or [ast.Pass()]
+        for s in dropped:
+            for sub in ast.walk(s.value):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                    loads[sub.id] = loads.get(sub.id, 0) - 1
+        dropped = [s for s in loop.body if _dead_arithmetic(s, loads, stored)]
     return added
 
 
-def _step_read(stmt, t: str, stored: dict, arrays: set):
-    """``(a, A, axis)`` for ``a = A[..., t, ...]`` with ``A`` loop-invariant."""
+def _dead_arithmetic(stmt, loads: dict, stored: dict) -> bool:
+    """``n = a * b`` (names, integers, attributes of names) that nothing reads."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stored.get(stmt.targets[0].id) == 1
+        and loads.get(stmt.targets[0].id, 0) <= 0
+        and isinstance(stmt.value, (ast.BinOp, ast.UnaryOp))
+    ):
+        return False
+    leaves = [stmt.value.operand] if isinstance(stmt.value, ast.UnaryOp) else []
+    if isinstance(stmt.value, ast.BinOp):
+        leaves = [stmt.value.left, stmt.value.right]
+    return all(
+        isinstance(e, ast.Name)
+        or isinstance(e, ast.Constant)
+        and type(e.value) is int
+        or isinstance(e, ast.Attribute)
+        and isinstance(e.value, ast.Name)
+        for e in leaves
+    )
+
+
+def _step_read(stmt, t: str, stored: dict, arrays: set, loop=None):
+    """``(a, A, axis, tiles)`` for ``a = A[..., t, ...]`` (``tiles`` None) or
+    ``a = A[..., lo:hi, ...]`` with bounds affine in ``t`` (``tiles``: their
+    coefficients), ``A`` loop-invariant."""
+    if loop is not None:
+        site = invariants.slice_step(stmt, loop, stored, arrays)
+        if site is not None:
+            return site
     if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
@@ -181,7 +238,7 @@ def _step_read(stmt, t: str, stored: dict, arrays: set):
         return None
     idx = stmt.value.slice
     if isinstance(idx, ast.Name) and idx.id == t:
-        return (stmt.targets[0].id, A, 0) if A in arrays else None
+        return (stmt.targets[0].id, A, 0, None) if A in arrays else None
     if not isinstance(idx, ast.Tuple):
         return None
     places = [j for j, e in enumerate(idx.elts) if isinstance(e, ast.Name)]
@@ -195,7 +252,7 @@ def _step_read(stmt, t: str, stored: dict, arrays: set):
     )
     if len(places) != 1 or not full or idx.elts[places[0]].id != t:
         return None
-    return stmt.targets[0].id, A, places[0]
+    return stmt.targets[0].id, A, places[0], None
 
 
 def _product_with(stmt, a: str) -> str | None:
