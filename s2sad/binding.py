@@ -75,7 +75,7 @@ FAST_TYPES = (float, int, bool, np.ndarray)
 
 def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool:
     """What ``grad``'s fast path checks on each call of these argument types:
-    None (Python numbers only), ``(arrays, differentiated arrays)`` positions for
+    None (Python numbers only), ``(array positions, their dtypes)`` for
     :func:`small_floats`, or False: no fast path (other types, buffered arrays)."""
     if not all(t in FAST_TYPES for t in types):
         return False
@@ -84,22 +84,23 @@ def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool
         return None
     if not type_signature(list(args)).endswith(";small"):
         return False
-    return arrays, tuple(i for i in argnums if types[i] is np.ndarray)
+    dtypes = tuple(args[i].dtype for i in arrays)
+    if any(dt.kind != "f" for i, dt in zip(arrays, dtypes) if i in argnums):
+        return False
+    return arrays, dtypes
 
 
 def small_floats(args: tuple, guard: tuple) -> bool:
     """Whether a call of the fast path's argument types picks the same module: its
-    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the
-    differentiated ones (``guard[1]``) hold floats."""
+    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and
+    have the dtypes ``guard[1]`` (part of the module's key: ``array_key``)."""
     total = 0
-    for i in guard[0]:
-        total += args[i].nbytes
-    if total >= workspace.SMALL_BYTES:
-        return False
-    for i in guard[1]:
-        if args[i].dtype.kind != "f":
+    for i, dt in zip(*guard):
+        a = args[i]
+        total += a.nbytes
+        if a.dtype is not dt and a.dtype != dt:
             return False
-    return True
+    return total < workspace.SMALL_BYTES
 
 
 # ---------------------------------------------------------------- cache keys
@@ -166,9 +167,12 @@ def type_signature(values: list[Any]) -> str:
     arrays = False
     for i, v in enumerate(values):
         t = type(v)
-        if t is np.ndarray or t is list or t is tuple or t is dict:
+        if t is np.ndarray:
             arrays = True
-            parts.append(_objects_in(v) if t is list or t is tuple else "-")
+            parts.append(array_key(v))
+        elif t is list or t is tuple or t is dict:
+            arrays = True
+            parts.append(t.__name__[0] + (_objects_in(v) if t is not dict else "-"))
         elif t is int or t is bool or t is str:
             parts.append("i")
         elif t is float:
@@ -205,13 +209,30 @@ def object_signature(values: list[Any], namespace: str | None = None) -> str:
     arrayapi``)."""
     return ",".join(
         (
-            "-"
-            if isinstance(v, _PLAIN)
-            or (namespace is not None and backend.library(v) == namespace)
-            else _unguarded(v, i)
+            array_key(v)
+            if type(v) is np.ndarray
+            else (
+                type(v).__name__[0] + "-"
+                if type(v) in (list, tuple, dict)
+                else (
+                    "-"
+                    if isinstance(v, _PLAIN)
+                    or (namespace is not None and backend.library(v) == namespace)
+                    else _unguarded(v, i)
+                )
+            )
         )
         for i, v in enumerate(values)
     )
+
+
+def array_key(v: np.ndarray) -> str:
+    """The key part of a NumPy array argument: its dtype (``a<f8``).  The compiled
+    code may rely on an argument being an array of that dtype (its methods, no
+    casts of float64 cotangents: ``transforms/reverse/likes.py``), so another
+    type or dtype compiles again (lists, tuples and dicts are told apart from
+    Python floats for the same reason: ``l-``, ``t-``, ``d-``)."""
+    return "a" + v.dtype.str
 
 
 def _unguarded(value: Any, i: int) -> str:
