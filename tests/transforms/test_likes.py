@@ -167,7 +167,7 @@ def through_callee(x):
 def test_full_reductions_cotangent_is_a_factor():
     vg = s2sad.value_and_grad(lse)
     vg(np.ones(4))
-    assert "g_sub = g_sum_1 * exp" in vg.source
+    assert "g_x = g_sum_1 * exp" in vg.source  # g_sub forwarded into g_x
     assert "d_sum" not in vg.source  # nor its import
     vg = s2sad.value_and_grad(mean_exp)
     vg(np.ones(4))
@@ -208,3 +208,38 @@ def test_spread_second_order():
     eps = 1e-6
     want = (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(s2sad.hvp(mean_exp)(x, v), want, rtol=1e-5)
+
+
+def _forwarded(src: str) -> str:
+    import ast
+
+    from s2sad.transforms.reverse.spreads import forward_copies
+
+    fn = ast.parse(src).body[0]
+    forward_copies(fn)
+    return ast.unparse(fn)
+
+
+def test_copies_forwarded_only_where_nothing_reads_in_between():
+    out = _forwarded(
+        "def f(x, r):\n"
+        "    for i in r:\n"
+        "        c = g_x + 1.0\n"
+        "        b = x * 2.0\n"
+        "        g_x = b\n"
+        "    return g_x\n"
+    )
+    assert "g_x = x * 2.0" in out and "b" not in out
+    kept = (
+        "def f(x, r):\n"
+        "    for i in r:\n"
+        "        b = x * 2.0\n"
+        "        c = g_x + 1.0\n"  # the old g_x, read between
+        "        g_x = b\n"
+        "    return (g_x, c)\n"
+    )
+    assert _forwarded(kept) == _forwarded(_forwarded(kept)) and "g_x = b" in (
+        _forwarded(kept)
+    )
+    twice = "def f(x):\n    b = x * 2.0\n    g_x = b\n    return (g_x, b)\n"
+    assert "g_x = b" in _forwarded(twice)  # b read elsewhere

@@ -44,6 +44,7 @@ def run(job: Any, module: Any) -> None:
                     loads[n.id] = loads.get(n.id, 0) + 1
             for block in _blocks(fn):
                 _rewrite(block, likes, loads, module)
+            forward_copies(fn)
 
 
 def _blocks(fn: ast.FunctionDef):
@@ -155,3 +156,54 @@ def _reads(stmt: ast.stmt, a: str) -> bool:
         isinstance(n, ast.Name) and n.id == a and isinstance(n.ctx, ast.Load)
         for n in ast.walk(stmt)
     )
+
+
+def forward_copies(fn: ast.FunctionDef) -> None:
+    """``b = <expr>; ...; a = b`` -> ``a = <expr>; ...`` where ``b`` is bound and
+    read only there and ``a`` bound only there, both in one block with no use
+    of either in between: without the second name on the array, ``finalize``
+    sees a gradient nothing else refers to and returns it without a copy (the
+    dropped ``unbroadcast`` leaves such copies: ``g_x = g_sub``)."""
+    counts: dict[tuple[str, bool], int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name):
+            key = (n.id, isinstance(n.ctx, ast.Load))
+            counts[key] = counts.get(key, 0) + 1
+    params = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    for stmts in list(_blocks(fn)):
+        j = 0
+        while j < len(stmts):
+            copy_ = stmts[j]
+            j += 1
+            if not (
+                isinstance(copy_, ast.Assign)
+                and len(copy_.targets) == 1
+                and isinstance(copy_.targets[0], ast.Name)
+                and isinstance(copy_.value, ast.Name)
+            ):
+                continue
+            a, b = copy_.targets[0].id, copy_.value.id
+            if (
+                a == b
+                or a in params
+                or b in params
+                or counts.get((a, False)) != 1
+                or counts.get((b, False)) != 1
+                or counts.get((b, True)) != 1
+            ):
+                continue
+            for i in range(j - 2, -1, -1):
+                stmt = stmts[i]
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name)
+                    and stmt.targets[0].id == b
+                ):
+                    if not _reads(stmt, a) and not _stores(stmt, {a}):
+                        stmt.targets[0].id = a
+                        del stmts[j - 1]
+                        j -= 1
+                    break
+                if _reads(stmt, a) or _reads(stmt, b) or _stores(stmt, {a, b}):
+                    break
