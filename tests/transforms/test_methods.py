@@ -141,3 +141,30 @@ def test_logsumexp_edge_values_unchanged():
             np.testing.assert_array_equal(value, lse(x))
             _, want = s2sad.value_and_grad(lse, optimize=False)(x)
             np.testing.assert_array_equal(g, want)
+
+
+def mean_loss(x, y):
+    d = x * y - 1.0
+    return np.mean(d * d) + np.mean(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float64_mean_is_sum_over_size(dtype):
+    x = np.array([0.3, -1.2, 2.5, 0.7], dtype)
+    y = np.array([1.5, 0.5, -0.25, 2.0], dtype)
+    code = after("methods", mean_loss, (x, y))
+    if dtype == np.float64:
+        assert "mean = mul_1.sum() / mul_1.size" in code
+        assert "mean_1 = x.sum() / x.size" in code
+    else:  # float32 (and anything not proven float64): the method
+        assert "mean = mul_1.mean()" in code and "/ mul_1.size" not in code
+    vg = s2sad.value_and_grad(mean_loss)
+    plain = s2sad.value_and_grad(mean_loss, optimize=False)
+    for _ in range(2):
+        value, g = vg(x, y)
+        want_value, want_g = plain(x, y)
+        assert value == want_value and type(value) is type(want_value)
+        np.testing.assert_array_equal(g, want_g)
+        assert g.dtype == dtype
+    if dtype == np.float64:
+        np.testing.assert_allclose(g, numerical_grad(mean_loss, [x, y]), rtol=1e-6)
