@@ -205,9 +205,17 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
     """
     if out is None and type(g) is np.ndarray and type(x) is np.ndarray:
         # the common case first: a cotangent of the argument's shape and dtype
-        if g.shape == x.shape and g.dtype == x.dtype and x.dtype.kind in "fc":
-            # a fresh array only the caller's variable sees needs no copy
-            return g if exclusive(g) else np.array(g, copy=True)
+        dt = g.dtype
+        if g.shape == x.shape and (dt is x.dtype or dt == x.dtype) and dt.kind in "fc":
+            # a fresh array only the caller's variable sees needs no copy: what
+            # exclusive(g) tells, counted here (one call level above it)
+            if (
+                sys.getrefcount(g) <= _EXCLUSIVE_REFS
+                and g.base is None
+                and g.flags.writeable
+            ):
+                return g
+            return np.array(g, copy=True)
     elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
     if g is None:

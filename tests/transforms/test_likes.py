@@ -243,3 +243,16 @@ def test_copies_forwarded_only_where_nothing_reads_in_between():
     )
     twice = "def f(x):\n    b = x * 2.0\n    g_x = b\n    return (g_x, b)\n"
     assert "g_x = b" in _forwarded(twice)  # b read elsewhere
+
+
+def test_fast_path_tells_dtypes_apart():
+    vg = s2sad.value_and_grad(lse)
+    plain = s2sad.value_and_grad(lse, optimize=False)
+    x = np.array([0.25, -1.5, 0.75])
+    for arg in (x, x.astype(np.float32), x, x.astype(np.float32), x):
+        value, g = vg(arg)
+        want_value, want_g = plain(arg)
+        assert value == want_value and type(value) is type(want_value)
+        assert g.dtype == arg.dtype
+        np.testing.assert_array_equal(g, want_g)
+    assert sorted(vg._compiled) == ["a<f4;small", "a<f8;small"]
