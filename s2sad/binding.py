@@ -75,7 +75,7 @@ FAST_TYPES = (float, int, bool, np.ndarray)
 
 def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool:
     """What ``grad``'s fast path checks on each call of these argument types:
-    None (Python numbers only), ``(array positions, their dtypes)`` for
+    None (Python numbers only), ``((position, dtype), ...)`` of the arrays for
     :func:`small_floats`, or False: no fast path (other types, buffered arrays)."""
     if not all(t in FAST_TYPES for t in types):
         return False
@@ -84,18 +84,18 @@ def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool
         return None
     if not type_signature(list(args)).endswith(";small"):
         return False
-    dtypes = tuple(args[i].dtype for i in arrays)
-    if any(dt.kind != "f" for i, dt in zip(arrays, dtypes) if i in argnums):
+    pairs = tuple((i, args[i].dtype) for i in arrays)
+    if any(dt.kind != "f" for i, dt in pairs if i in argnums):
         return False
-    return arrays, dtypes
+    return pairs
 
 
 def small_floats(args: tuple, guard: tuple) -> bool:
     """Whether a call of the fast path's argument types picks the same module: its
-    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and
-    have the dtypes ``guard[1]`` (part of the module's key: ``array_key``)."""
+    arrays (``guard``: position and dtype) hold less than SMALL_BYTES (no buffers)
+    and have those dtypes (part of the module's key: ``array_key``)."""
     total = 0
-    for i, dt in zip(*guard):
+    for i, dt in guard:
         a = args[i]
         total += a.nbytes
         if a.dtype is not dt and a.dtype != dt:
