@@ -209,21 +209,26 @@ def object_signature(values: list[Any], namespace: str | None = None) -> str:
     arrayapi``)."""
     return ",".join(
         (
-            array_key(v)
-            if type(v) is np.ndarray
-            else (
-                type(v).__name__[0] + "-"
-                if type(v) in (list, tuple, dict)
-                else (
-                    "-"
-                    if isinstance(v, _PLAIN)
-                    or (namespace is not None and backend.library(v) == namespace)
-                    else _unguarded(v, i)
-                )
-            )
+            _plain_key(v)
+            if isinstance(v, _PLAIN)
+            or (namespace is not None and backend.library(v) == namespace)
+            else _unguarded(v, i)
         )
         for i, v in enumerate(values)
     )
+
+
+def _plain_key(v: Any) -> str:
+    """``object_signature``'s part for a plain value: arrays by dtype, lists,
+    tuples and dicts, Python floats and NumPy doubles apart (``array_key``)."""
+    t = type(v)
+    if t is np.ndarray:
+        return array_key(v)
+    if t is list or t is tuple or t is dict:
+        return t.__name__[0] + "-"
+    if t is float:
+        return "f"
+    return "float64" if t is np.float64 else "-"
 
 
 def array_key(v: np.ndarray) -> str:
@@ -231,7 +236,7 @@ def array_key(v: np.ndarray) -> str:
     code may rely on an argument being an array of that dtype (its methods, no
     casts of float64 cotangents: ``transforms/reverse/likes.py``), so another
     type or dtype compiles again (lists, tuples and dicts are told apart from
-    Python floats for the same reason: ``l-``, ``t-``, ``d-``)."""
+    Python floats, and those from other numbers, for the same reason)."""
     return "a" + v.dtype.str
 
 

@@ -168,7 +168,8 @@ def test_type_signatures_keep_their_meaning():
         "a<f4,-,l-"
     )
     assert binding.object_signature([np.ones(2), 3, "s"]) == "a<f8,-,-"
-    assert binding.object_signature([(1.0,), {}, 1.0]) == "t-,d-,-"
+    assert binding.object_signature([(1.0,), {}, 1.0]) == "t-,d-,f"
+    assert binding.object_signature([np.float64(1), np.float32(1), 1]) == "float64,-,-"
     assert binding.object_signature([fc]) == "builtins.module"
 
 
