@@ -108,7 +108,8 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
             return _sum_into(g, like, out)
     elif tl is float and tg is np.ndarray and g.ndim:  # a float broadcast: sum all
-        return g.sum(axis=tuple(range(g.ndim)))
+        # (a vector's one axis is the whole reduction: no axis tuple to build)
+        return g.sum() if g.ndim == 1 else g.sum(axis=tuple(range(g.ndim)))
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise UnsupportedOperationError(
