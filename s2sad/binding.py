@@ -75,7 +75,7 @@ FAST_TYPES = (float, int, bool, np.ndarray)
 
 def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool:
     """What ``grad``'s fast path checks on each call of these argument types:
-    None (Python numbers only), ``(arrays, differentiated arrays)`` positions for
+    None (Python numbers only), ``((position, dtype), ...)`` of the arrays for
     :func:`small_floats`, or False: no fast path (other types, buffered arrays)."""
     if not all(t in FAST_TYPES for t in types):
         return False
@@ -84,7 +84,10 @@ def fast_guard(args: tuple, types: tuple, argnums: tuple) -> tuple | None | bool
         return None
     if not type_signature(list(args)).endswith(";small"):
         return False
-    return arrays, tuple(i for i in argnums if types[i] is np.ndarray)
+    pairs = tuple((i, args[i].dtype) for i in arrays)
+    if any(dt.kind != "f" for i, dt in pairs if i in argnums):
+        return False
+    return pairs
 
 
 def fast_entry(
@@ -107,17 +110,15 @@ def fast_entry(
 
 def small_floats(args: tuple, guard: tuple) -> bool:
     """Whether a call of the fast path's argument types picks the same module: its
-    arrays (positions ``guard[0]``) hold less than SMALL_BYTES (no buffers) and the
-    differentiated ones (``guard[1]``) hold floats."""
+    arrays (``guard``: position and dtype) hold less than SMALL_BYTES (no buffers)
+    and have those dtypes (part of the module's key: ``array_key``)."""
     total = 0
-    for i in guard[0]:
-        total += args[i].nbytes
-    if total >= workspace.SMALL_BYTES:
-        return False
-    for i in guard[1]:
-        if args[i].dtype.kind != "f":
+    for i, dt in guard:
+        a = args[i]
+        total += a.nbytes
+        if a.dtype is not dt and a.dtype != dt:
             return False
-    return True
+    return total < workspace.SMALL_BYTES
 
 
 # ---------------------------------------------------------------- cache keys
@@ -184,9 +185,12 @@ def type_signature(values: list[Any]) -> str:
     arrays = False
     for i, v in enumerate(values):
         t = type(v)
-        if t is np.ndarray or t is list or t is tuple or t is dict:
+        if t is np.ndarray:
             arrays = True
-            parts.append(_objects_in(v) if t is list or t is tuple else "-")
+            parts.append(array_key(v))
+        elif t is list or t is tuple or t is dict:
+            arrays = True
+            parts.append(t.__name__[0] + (_objects_in(v) if t is not dict else "-"))
         elif t is int or t is bool or t is str:
             parts.append("i")
         elif t is float:
@@ -223,13 +227,35 @@ def object_signature(values: list[Any], namespace: str | None = None) -> str:
     arrayapi``)."""
     return ",".join(
         (
-            "-"
+            _plain_key(v)
             if isinstance(v, _PLAIN)
             or (namespace is not None and backend.library(v) == namespace)
             else _unguarded(v, i)
         )
         for i, v in enumerate(values)
     )
+
+
+def _plain_key(v: Any) -> str:
+    """``object_signature``'s part for a plain value: arrays by dtype, lists,
+    tuples and dicts, Python floats and NumPy doubles apart (``array_key``)."""
+    t = type(v)
+    if t is np.ndarray:
+        return array_key(v)
+    if t is list or t is tuple or t is dict:
+        return t.__name__[0] + "-"
+    if t is float:
+        return "f"
+    return "float64" if t is np.float64 else "-"
+
+
+def array_key(v: np.ndarray) -> str:
+    """The key part of a NumPy array argument: its dtype (``a<f8``).  The compiled
+    code may rely on an argument being an array of that dtype (its methods, no
+    casts of float64 cotangents: ``transforms/reverse/likes.py``), so another
+    type or dtype compiles again (lists, tuples and dicts are told apart from
+    Python floats, and those from other numbers, for the same reason)."""
+    return "a" + v.dtype.str
 
 
 def _unguarded(value: Any, i: int) -> str:

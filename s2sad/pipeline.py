@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
               -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
-              -> buffers -> scalar -> substitute -> methods       (per function)
+              -> spreads -> buffers -> scalar -> substitute -> methods (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
               -> aliasing -> forward -> cleanup -> assemble       (per function)
@@ -37,6 +37,7 @@ from s2sad.transforms.forward import assembly as forward
 from s2sad.transforms.front import fuse, hoist, objects, parse, peel, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
+from s2sad.transforms.reverse import spreads
 
 REVERSE, FORWARD = "reverse", "forward"
 MODES = (REVERSE, FORWARD)
@@ -65,6 +66,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("cleanup", forward.cleanup, (FORWARD,)),
     ("assemble", reverse.assemble, (REVERSE,)),
     ("assemble", forward.assemble, (FORWARD,)),
+    ("spreads", spreads.run, (REVERSE,)),
     ("buffers", buffers.function_pass, (REVERSE,)),
     ("scalar", scalar.run, (REVERSE,)),
     ("substitute", substitute.run, (REVERSE,)),
@@ -75,7 +77,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 #: step helpers, fused kernels): skipped for calls with arrays of other libraries
 #: (``Options.buffers == "foreign"``: Dask, torch, CuPy, Array API), whose code
 #: runs as written
-NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "methods"})
+NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "methods", "spreads"})
 
 #: (name, pass, modes), over the whole module once every function is compiled
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [

@@ -162,8 +162,14 @@ def test_call_binding_fast_path_matches_signature_bind():
 
 def test_type_signatures_keep_their_meaning():
     assert binding.type_signature([1.0, 2]) == "-,i;scalar"
-    assert binding.type_signature([np.ones(2), 3]).startswith("-,i")
-    assert binding.object_signature([np.ones(2), 3, "s"]) == "-,-,-"
+    # arrays by dtype, lists/tuples/dicts apart from floats (likes.py relies on it)
+    assert binding.type_signature([np.ones(2), 3]).startswith("a<f8,i")
+    assert binding.type_signature([np.ones(2, np.float32), 1.0, [1.0]]).startswith(
+        "a<f4,-,l-"
+    )
+    assert binding.object_signature([np.ones(2), 3, "s"]) == "a<f8,-,-"
+    assert binding.object_signature([(1.0,), {}, 1.0]) == "t-,d-,f"
+    assert binding.object_signature([np.float64(1), np.float32(1), 1]) == "float64,-,-"
     assert binding.object_signature([fc]) == "builtins.module"
 
 

@@ -351,7 +351,7 @@ def test_alternating_signatures_stay_right_and_source_follows_the_last_call():
     for k in (2.0, 3, 2.0, 3, 2.0):
         g = vg(x, w, k)
         _close(g, k * w * (1 - np.tanh(x) ** 2) + 2 * x / x.size, rtol=1e-12)
-        kind = "-,-,-;small" if type(k) is float else "-,-,i;small"
+        kind = "a<f8,a<f8,-;small" if type(k) is float else "a<f8,a<f8,i;small"
         assert vg._compiled[kind] is vg._last
 
 

@@ -162,10 +162,10 @@ def test_compiles_cache_hits_and_recompiles_are_logged(caplog, tmp_path, monkeyp
         lines[1][1].startswith(f"compiled {what} in ") and str(tmp_path) in lines[1][1]
     )
     assert lines[2][0] == "INFO" and lines[2][1].startswith(
-        f"recompiling {what}: new argument signature '-,-,i;small'"
+        f"recompiling {what}: new argument signature 'a<f8,a<f8,i;small'"
     )
     assert lines[3][1].startswith(f"compiling {what}: not in the disk cache (1 cached")
-    assert lines[5] == ("DEBUG", f"reusing compiled {what} for '-,-,-;small'")
+    assert lines[5] == ("DEBUG", f"reusing compiled {what} for 'a<f8,a<f8,-;small'")
     assert lines[6][0] == "INFO"
     assert lines[6][1].startswith(f"loaded {what} from the disk cache: {tmp_path}")
     assert len(lines) == 7

@@ -229,6 +229,18 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
 @adjoint(np.matmul, np.linalg.matmul, argnum=1)
 def d_matmul_rhs(g, ans, x, y, *, into=None):
     """Only the right operand's cotangent: x.T @ g."""
+    if (  # matrix @ vector of one float dtype: _vector_y's g @ x, checks first
+        into is None
+        and type(x) is np.ndarray
+        and type(y) is np.ndarray
+        and type(g) is np.ndarray
+        and x.ndim == 2
+        and y.ndim == 1
+        and x.dtype.kind == "f"
+        and y.dtype == x.dtype
+        and g.dtype == x.dtype
+    ):
+        return (np.matmul(g, x),)
     if backend.any_foreign(g, x, y):
         return (backend.matmul_grads(g, x, y)[1],)
     x, y = np.asarray(x), np.asarray(y)

@@ -19,7 +19,6 @@ Conventions:
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import numpy as np
@@ -171,6 +170,15 @@ def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     """g broadcast back over the summed axes (a read-only view, or a filled array
     for a full sum of a small array; zero off ``where``)."""
     if axis is None and not kwargs and not keepdims:
+        if (  # filled(g, x), written out: the common case of small arrays
+            type(x) is np.ndarray
+            and type(g) in _FILL_SCALARS
+            and x.size <= SMALL_FILL
+            and x.dtype.kind == "f"
+        ):
+            buf = np.empty(x.shape, x.dtype)
+            buf.fill(g)
+            return (buf,)
         ct = filled(g, x)
         if ct is not None:
             return (ct,)
@@ -185,6 +193,19 @@ def d_mean(
     g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, into=None, **kwargs
 ):
     """g / n broadcast back (a read-only view, or written into ``into[0]``)."""
+    if (  # the common full mean of a small float array, written out
+        into is None
+        and axis is None
+        and not kwargs
+        and not keepdims
+        and type(x) is np.ndarray
+        and type(g) in _FILL_SCALARS
+        and 0 < x.size <= SMALL_FILL
+        and x.dtype.kind == "f"
+    ):
+        buf = np.empty(x.shape, x.dtype)
+        buf.fill(g / x.size)
+        return (buf,)
     buf = _float_out(x, into)
     if buf is not None and axis is None and not kwargs and np.ndim(g) == 0:
         buf.fill(g / x.size)  # the common full mean: one value everywhere

@@ -108,7 +108,8 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
             return _sum_into(g, like, out)
     elif tl is float and tg is np.ndarray and g.ndim:  # a float broadcast: sum all
-        return g.sum(axis=tuple(range(g.ndim)))
+        # (a vector's one axis is the whole reduction: no axis tuple to build)
+        return g.sum() if g.ndim == 1 else g.sum(axis=tuple(range(g.ndim)))
     if isinstance(like, (list, tuple, dict)):
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise UnsupportedOperationError(
@@ -205,9 +206,17 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
     """
     if out is None and type(g) is np.ndarray and type(x) is np.ndarray:
         # the common case first: a cotangent of the argument's shape and dtype
-        if g.shape == x.shape and g.dtype == x.dtype and x.dtype.kind in "fc":
-            # a fresh array only the caller's variable sees needs no copy
-            return g if exclusive(g) else np.array(g, copy=True)
+        dt = g.dtype
+        if g.shape == x.shape and (dt is x.dtype or dt == x.dtype) and dt.kind in "fc":
+            # a fresh array only the caller's variable sees needs no copy: what
+            # exclusive(g) tells, counted here (one call level above it)
+            if (
+                sys.getrefcount(g) <= _EXCLUSIVE_REFS
+                and g.base is None
+                and g.flags.writeable
+            ):
+                return g
+            return np.array(g, copy=True)
     elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
     if g is None:

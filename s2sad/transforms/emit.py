@@ -134,6 +134,8 @@ def _imports(module, used: set[str]) -> tuple[list[ast.stmt], list[str]]:
         )
     by_module: dict[str, list] = {}
     for mod, fn_name, alias in sorted(module.rule_imports.values()):
+        if alias in module.maybe_unused and alias not in used:
+            continue  # its calls replaced by a later pass (reverse/spreads.py)
         by_module.setdefault(mod, []).append(
             ast.alias(name=fn_name, asname=None if alias == fn_name else alias)
         )

@@ -137,6 +137,9 @@ class ModuleBuilder:
     #: (callee job id, caller id, call id) -> (callee job, caller, in a loop)
     call_sites: dict[tuple, tuple] = field(default_factory=dict)
     rule_imports: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: rule aliases whose calls a pass took out (reverse/spreads.py): imported
+    #: only if something still reads them
+    maybe_unused: set[str] = field(default_factory=set)
     helpers_used: set[str] = field(default_factory=set)
     comments: list[str] = field(default_factory=list)
     jobs: dict[tuple, Job] = field(default_factory=dict)  # callee specialisations

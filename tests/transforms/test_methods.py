@@ -48,7 +48,32 @@ def test_a_reduction_of_a_numpy_value_becomes_its_method():
     )
     assert "sum_1 = np.sum(exp)" in before
     assert "sum_1 = exp.sum()" in code
-    assert "m = np.max(x)" in code  # an argument: it may be a float or a list
+    # an array argument (the cache key tells arrays apart): its method too
+    assert "m = x.max()" in code
+    # without a call's values, or given a list or a float, the function stays
+    assert "m = np.max(x)" in after("methods", lse)
+    assert "m = np.max(x)" in after("methods", lse, ([1.0, 2.0],))
+
+
+def rebound(x, y):
+    for _ in range(2):
+        x = x * 2.0
+    return np.max(x) + np.max(y) + np.sum(np.exp(y))
+
+
+def test_array_arguments_bound_again_keep_the_function():
+    code = after("methods", rebound, (np.ones(3), np.ones(3)))
+    assert "np.max(x)" in code  # bound again in the function
+    assert "y.max()" in code
+    value, g = s2sad.value_and_grad(rebound)(np.arange(3.0), np.ones(3))
+    assert value == rebound(np.arange(3.0), np.ones(3))
+    np.testing.assert_allclose(g, [0.0, 0.0, 4.0])
+    # the module compiled for an array is not used for a list or a float
+    vg = s2sad.value_and_grad(lse)
+    for x in (np.array([0.5, 1.0]), [0.5, 1.0], 0.5, np.array([0.5, 1.0])):
+        value, g = vg(x)
+        assert value == lse(np.asarray(x))
+        np.testing.assert_allclose(g, numerical_grad(lse, [x]), rtol=1e-6)
 
 
 def test_arguments_keep_their_order_and_keywords():
@@ -116,3 +141,30 @@ def test_logsumexp_edge_values_unchanged():
             np.testing.assert_array_equal(value, lse(x))
             _, want = s2sad.value_and_grad(lse, optimize=False)(x)
             np.testing.assert_array_equal(g, want)
+
+
+def mean_loss(x, y):
+    d = x * y - 1.0
+    return np.mean(d * d) + np.mean(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float64_mean_is_sum_over_size(dtype):
+    x = np.array([0.3, -1.2, 2.5, 0.7], dtype)
+    y = np.array([1.5, 0.5, -0.25, 2.0], dtype)
+    code = after("methods", mean_loss, (x, y))
+    if dtype == np.float64:
+        assert "mean = mul_1.sum() / mul_1.size" in code
+        assert "mean_1 = x.sum() / x.size" in code
+    else:  # float32 (and anything not proven float64): the method
+        assert "mean = mul_1.mean()" in code and "/ mul_1.size" not in code
+    vg = s2sad.value_and_grad(mean_loss)
+    plain = s2sad.value_and_grad(mean_loss, optimize=False)
+    for _ in range(2):
+        value, g = vg(x, y)
+        want_value, want_g = plain(x, y)
+        assert value == want_value and type(value) is type(want_value)
+        np.testing.assert_array_equal(g, want_g)
+        assert g.dtype == dtype
+    if dtype == np.float64:
+        np.testing.assert_allclose(g, numerical_grad(mean_loss, [x, y]), rtol=1e-6)

@@ -10,13 +10,18 @@ becomes its method, with the remaining arguments in the same order::
 
     exp = np.exp(sub)                    exp = np.exp(sub)
     sum_1 = np.sum(exp)           ->     sum_1 = exp.sum()
-    m = np.max(x)                        m = np.max(x)          (x: any argument)
+    m = np.max(x)                 ->     m = x.max()            (x: an array argument)
+    mean = np.mean(a)             ->     mean = a.sum() / a.size   (a: float64)
 
 A name holds a NumPy value when every binding of it is a NumPy call
 (``np.<f>(...)``, a ufunc bound in the module) or an operator with such a name
 among its operands (NumPy's result, or a Dask array's, which has the same
-methods), over a fixpoint; arguments, rule results and runtime helpers'
-results are not assumed to.  Calls that write into a buffer (``out=``) and
+methods), over a fixpoint; rule results and runtime helpers' results are not
+assumed to.  An argument of the top-level function is, when the call's value
+for it is an ``np.ndarray`` (exactly: the cache key tells arrays apart,
+``binding.array_key``) and the function never binds it again.  A full mean
+of a float64 value (reverse/likes.py) is its sum over its size: ``np.mean``
+computes exactly that, behind 1.5 us of Python at small sizes.  Calls that write into a buffer (``out=``) and
 scalar code (Python floats: ``math`` functions) are left alone, and so are the
 plain form (``optimize=False``); calls with arrays of other libraries never run
 it (``pipeline.NUMPY_ONLY``: an Array API array has no methods).
@@ -27,8 +32,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from s2sad.options import SCALAR
 from s2sad.transforms.buffers.facts import Facts
+from s2sad.transforms.reverse.likes import F64
 
 #: the NumPy reductions whose method takes the same arguments after the array
 METHODS = ("sum", "mean", "max", "min", "prod")
@@ -38,17 +46,24 @@ def run(job: Any, module: Any) -> None:
     """The pipeline's ``methods`` pass, over every function the job emitted."""
     if not module.options.optimize or module.options.buffers == SCALAR:
         return
+    examples = job.parsed.example_args if job.top else {}
+    likes = getattr(job.state, "likes", {}) if job.top else {}
     for fn in job.functions:
         if isinstance(fn, ast.FunctionDef):
-            rewrite(fn, module)
+            rewrite(fn, module, examples, likes)
 
 
-def rewrite(fn: ast.FunctionDef, module: Any) -> None:
+def rewrite(
+    fn: ast.FunctionDef, module: Any, examples: dict | None = None, likes=None
+) -> None:
     """Turn ``np.<reduction>(a, ...)`` into ``a.<reduction>(...)`` in ``fn``."""
     params = {a.arg: False for a in fn.args.args + fn.args.kwonlyargs}
     facts = Facts(module, params)
     facts.collect(fn.body)
-    values = numpy_values(facts)
+    values = numpy_values(facts, array_params(fn, examples or {}))
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _float64_mean(node.value, facts, likes):
+            node.value = _sum_over_size(node.value.args[0].id)
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _rewritable(node, facts, values):
             node.func = ast.Attribute(
@@ -59,9 +74,10 @@ def rewrite(fn: ast.FunctionDef, module: Any) -> None:
             node.args = node.args[1:]
 
 
-def numpy_values(facts: Facts) -> set[str]:
-    """The names every binding of which gives a NumPy value (greatest fixpoint)."""
-    known = set(facts.defs) - facts.params.keys()
+def numpy_values(facts: Facts, arrays: set[str] = frozenset()) -> set[str]:
+    """The names every binding of which gives a NumPy value (greatest fixpoint);
+    ``arrays``: parameters known to hold arrays (never bound again)."""
+    known = (set(facts.defs) - facts.params.keys()) | set(arrays)
     changed = True
     while changed:
         changed = False
@@ -70,6 +86,48 @@ def numpy_values(facts: Facts) -> set[str]:
                 known.discard(n)
                 changed = True
     return known
+
+
+def array_params(fn: ast.FunctionDef, examples: dict) -> set[str]:
+    """The parameters of ``fn`` given an ``np.ndarray`` and never bound again."""
+    stored = {
+        n.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    stored |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} - {
+        a.arg for a in fn.args.args + fn.args.kwonlyargs
+    }  # names of nested functions' parameters
+    return {
+        a.arg
+        for a in fn.args.args
+        if type(examples.get(a.arg)) is np.ndarray and a.arg not in stored
+    }
+
+
+def _float64_mean(v: Any, facts: Facts, likes: Any) -> bool:
+    """``np.mean(a)`` of a float64 value (reverse/likes.py)."""
+    return (
+        bool(likes)
+        and isinstance(v, ast.Call)
+        and facts.np_func(v) == "mean"
+        and len(v.args) == 1
+        and not v.keywords
+        and isinstance(v.args[0], ast.Name)
+        and likes.get(v.args[0].id, ("", ""))[1] == F64
+    )
+
+
+def _sum_over_size(a: str) -> ast.expr:
+    """``a.sum() / a.size``: what ``np.mean`` computes for a float64 ``a`` (the
+    same sum divided by the same count), without its Python-level checks."""
+    total = ast.Call(
+        func=ast.Attribute(value=ast.Name(a, ast.Load()), attr="sum", ctx=ast.Load()),
+        args=[],
+        keywords=[],
+    )
+    size = ast.Attribute(value=ast.Name(a, ast.Load()), attr="size", ctx=ast.Load())
+    return ast.BinOp(left=total, op=ast.Div(), right=size)
 
 
 def _numpy_value(v: Any, known: set[str], facts: Facts) -> bool:

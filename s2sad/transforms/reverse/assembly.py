@@ -33,7 +33,7 @@ from s2sad.transforms.front import aliasing as aliasing_pass
 from s2sad.transforms.front import setitems
 from s2sad.transforms.lattice import NONE, SET
 from s2sad.transforms.reverse import cleanup as cleanup_pass
-from s2sad.transforms.reverse import masks, scalars
+from s2sad.transforms.reverse import likes, masks, scalars
 from s2sad.transforms.reverse.statements import FunctionReverser
 from s2sad.transforms.reverse.tape import FunctionCompiler
 
@@ -84,6 +84,8 @@ def differentiate(job, module) -> None:
     rv.masked = masks.masked_names(job.node)
     if scalars.applies(job, module):
         rv.numbers = scalars.number_names(job.node, job.parsed.example_args)
+    if job.top and module.options.optimize:  # the top call's argument types
+        rv.likes = likes.classes(job.node, job.parsed.example_args)
     starts = scalars.zero_started(job, rv)
     ret = job.node.body[-1].value
     if isinstance(ret, ast.Name) and ret.id not in job.params:

@@ -22,6 +22,8 @@ rule's masked form where it has one, which keeps exact zeros zero::
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -47,6 +49,8 @@ class RuleCalls:
     numbers: frozenset[str] | set[str] = frozenset()
     #: the name the statement being reversed assigns
     output: str | None = None
+    #: shape-and-float64 classes of names (reverse/likes.py)
+    likes: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
     def apply_rule(self, fn, x: str, args: list[ast.expr], kwargs, out, node) -> None:
         wanted = [i for i, a in enumerate(args) if self.needs(a)]
@@ -137,12 +141,14 @@ class RuleCalls:
 
     def same_shape(self, operand: ast.expr) -> bool:
         """No broadcasting to undo: the operand and the statement's output are both
-        numbers (scalar code, s2sad/transforms/reverse/scalars.py)."""
-        return (
-            isinstance(operand, ast.Name)
-            and operand.id in self.numbers
-            and self.output in self.numbers
-        )
+        numbers (scalar code, s2sad/transforms/reverse/scalars.py), or float64
+        arrays of one shape (reverse/likes.py)."""
+        if not isinstance(operand, ast.Name):
+            return False
+        if operand.id in self.numbers and self.output in self.numbers:
+            return True
+        c = self.likes.get(operand.id)
+        return c is not None and c[0] != "()" and c == self.likes.get(self.output)
 
     def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
         """Accumulate argument ``i``'s cotangent from a partial rule."""
