@@ -27,12 +27,10 @@ from s2sad.binding import (
     CallBinding,
     argnums_tuple,
     check_differentiable,
-    fast_entry,
     normalize_argnums,
     numpy_floats,
     primal_or_raise,
     python_floats,
-    small_floats,
     type_signature,
 )
 from s2sad.errors import (
@@ -40,6 +38,7 @@ from s2sad.errors import (
     S2SADError,
     full_tracebacks,
 )
+from s2sad.fastpath import fast_entry, small_floats
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
@@ -114,7 +113,7 @@ class GradientFunction(CompiledModule):
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
         #: the fast path of calls of Python numbers (and small arrays) like the
-        #: last one (``binding.fast_entry``): ``__call__`` goes straight to the
+        #: last one (``fastpath.fast_entry``): ``__call__`` goes straight to the
         #: emitted function, no binding, checking or signature work; None until
         #: such a call went well, and whenever another module than the last runs
         self._hot: tuple | None = None
@@ -201,7 +200,7 @@ class GradientFunction(CompiledModule):
 
     # -- calling
     def __call__(self, *args, out=None, **kwargs):
-        hot = self._hot  # see binding.fast_entry
+        hot = self._hot  # see fastpath.fast_entry
         if (
             hot is not None
             and not kwargs
@@ -260,7 +259,7 @@ class GradientFunction(CompiledModule):
     def _remember_fast(self, args: tuple) -> None:
         """After a call of Python numbers (and small arrays) that went well, the
         next calls of the same argument types go straight to the emitted function
-        (see :func:`~s2sad.binding.fast_entry`)."""
+        (see :func:`~s2sad.fastpath.fast_entry`)."""
         self._hot = fast_entry(
             self._last,
             args,
