@@ -20,6 +20,10 @@ It fires only when ``e``, ``s`` and ``l`` are each assigned once and read once
 (by the next statement of the chain) and the four sit in one statement list in
 that order with ``a`` not rebound between them; the sum has a constant axis
 (or none) and ``keepdims=True``.  Anything else is left as written.
+
+Then two loss heads get their closed-form cotangents (``fuse_losses.py``): the
+Bernoulli log-likelihood of a sigmoid, and the mean of log-probabilities picked
+by integer labels after a log-softmax.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import ast
 import numpy as np
 
 from s2sad.transforms.astutil import anno
+from s2sad.transforms.front import fuse_losses
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.shifts import (
     _assigned,
@@ -64,6 +69,7 @@ def run(job, module) -> None:
             for j in sorted((i, j_sum, j_log), reverse=True):
                 del block[j]
             i += 1
+    fuse_losses.run(job, module)
 
 
 def _chain(block, i, stores, loads):

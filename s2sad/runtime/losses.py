@@ -1,0 +1,246 @@
+"""The loss heads the ``fuse`` pass writes for written-out idioms, with their rules.
+
+Two idioms of published NumPy code end most classifiers' losses:
+
+* the Bernoulli log-likelihood of a sigmoid, ``p = 1 / (1 + exp(-z))`` then
+  ``y * log(p) + (1 - y) * log(1 - p)`` (logistic regression, binary heads);
+* the picked log-probabilities of integer labels after a log-softmax,
+  ``np.mean(logp[np.arange(n), y])``.
+
+Differentiated statement by statement, each is a chain of divisions and spreads
+(the log-likelihood's cotangent goes through ``1 / p`` and ``1 / (1 - p)``, the
+picked one through a zero array, a scatter and the log-softmax's rule), where
+the whole chain has a short closed form: ``g * (y - p)`` for the logits ``z``,
+and ``g * (one_hot - softmax)`` for the log-softmax's input.
+
+The primals here take the user's own intermediate values and compute the last
+step of the written-out code from them (``first + second``, ``logp[rows,
+cols]``, and the mean or sum after it), with the same operations, so the value
+is the user's to the bit.  They also take the values the closed form needs
+(``z``, ``y``, ``p``; ``x``, ``logp``): their adjoint rules send the cotangent
+to ``z`` or ``x`` straight and none to the intermediates.  That is the
+derivative only where those values are what the idiom says they are, which the
+``fuse`` pass (``s2sad/transforms/front/fuse_losses.py``) proves before it
+writes a call; nothing else should call them.
+
+Each rule accepts ``into=(buffer,)`` (see :mod:`s2sad.runtime.contractions`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.activations import d_log_softmax
+from s2sad.runtime.registry import adjoint
+from s2sad.runtime.support import unbroadcast
+from s2sad.runtime.tangents import tangent
+
+REDUCTIONS = (None, "mean", "sum")
+
+
+def _reduce(value: Any, reduce: str | None) -> Any:
+    if reduce == "mean":
+        return np.mean(value)
+    if reduce == "sum":
+        return np.sum(value)
+    return value
+
+
+def into_buffer(into: Any, i: int, shape: tuple, dtype: Any) -> np.ndarray | None:
+    """``reductions.into_buffer`` (imported late: loading the rule modules may
+    start inside ``reductions``' own import)."""
+    from s2sad.runtime.reductions import into_buffer
+
+    return into_buffer(into, i, shape, dtype)
+
+
+def _float_dtype(x: Any) -> np.dtype:
+    dtype = getattr(x, "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+# -- the Bernoulli log-likelihood of a sigmoid --------------------------------------
+
+
+def sigmoid_log_likelihood_as_written(
+    z: Any, y: Any, p: Any, first: Any, second: Any, reduce: str | None = None
+) -> Any:
+    """``first + second`` (its mean or sum with ``reduce="mean"``/``"sum"``), where
+    the user's code computed ``p = 1 / (1 + exp(-z))``, ``first = y * log(p)`` and
+    ``second = (1 - y) * log(1 - p)``: the value as written.  The rule sends
+    ``g * (y - p)`` to ``z`` and ``g * (log(p) - log(1 - p))`` to ``y``."""
+    return _reduce(first + second, reduce)
+
+
+def _scale(g: Any, first: Any, second: Any, reduce: str | None) -> Any:
+    """What multiplies ``y - p``: the cotangent of each term."""
+    if reduce == "mean":
+        shape = np.broadcast_shapes(np.shape(first), np.shape(second))
+        return g / max(int(np.prod(shape)), 1)
+    return g
+
+
+def _logits_ct(s: Any, z: Any, y: Any, p: Any, into: Any) -> Any:
+    """``unbroadcast((y - p) * s, z)``, in ``into[0]`` when it fits."""
+    if type(z) is np.ndarray and np.ndim(s) == 0:
+        buf = into_buffer(into, 0, z.shape, _float_dtype(z))
+        if buf is not None and np.broadcast_shapes(np.shape(y), np.shape(p)) == z.shape:
+            np.subtract(y, p, out=buf)
+            buf *= s
+            return buf
+    return unbroadcast((y - p) * s, z)
+
+
+@adjoint(sigmoid_log_likelihood_as_written)
+def d_sigmoid_log_likelihood(g, ans, z, y, p, first, second, reduce=None, *, into=None):
+    s = _scale(g, first, second, reduce)
+    ct_y = unbroadcast((np.log(p) - np.log1p(-p)) * s, y)
+    return (_logits_ct(s, z, y, p, into), ct_y, None, None, None)
+
+
+@adjoint(sigmoid_log_likelihood_as_written, argnum=0)
+def d_sigmoid_log_likelihood_z(
+    g, ans, z, y, p, first, second, reduce=None, *, into=None
+):
+    """Only the logits' cotangent (``y`` is a constant): two NumPy calls."""
+    return (_logits_ct(_scale(g, first, second, reduce), z, y, p, into),)
+
+
+# -- picked log-probabilities of integer labels -------------------------------------
+
+
+def picked_log_softmax_as_written(
+    x: Any, logp: Any, rows: Any, cols: Any, axis: Any = -1, reduce: str = "mean"
+) -> Any:
+    """``np.mean(logp[rows, cols])`` (``np.sum`` with ``reduce="sum"``), where the
+    user's code computed ``logp`` as the log-softmax of ``x`` along ``axis``: the
+    value as written.  The rule sends ``x`` the log-softmax's cotangent of the
+    picked entries directly: ``c * (one_hot - softmax)`` for one pick per row
+    (``rows`` is ``np.arange(n)``), with ``c`` the cotangent of each pick."""
+    return _reduce(logp[rows, cols], reduce)
+
+
+def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
+    """``rows`` is ``arange(n)`` and ``cols`` one integer per row of a 2-d ``logp``
+    whose log-softmax ran along its rows: then each row holds exactly one pick."""
+    if not (
+        type(logp) is np.ndarray
+        and logp.ndim == 2
+        and axis in (1, -1)
+        and type(rows) is np.ndarray
+        and type(cols) is np.ndarray
+        and rows.dtype.kind in "iu"
+        and cols.dtype.kind in "iu"
+    ):
+        return False
+    n = logp.shape[0]
+    return (
+        rows.shape == cols.shape == (n,)
+        and logp.dtype.kind == "f"
+        and np.array_equal(rows, np.arange(n))
+    )
+
+
+def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
+    """The cotangent of ``logp``: ``c`` at each pick, zero elsewhere."""
+    shape = np.broadcast_shapes(np.shape(rows), np.shape(cols))
+    c = g / max(int(np.prod(shape)), 1) if reduce == "mean" else g
+    from s2sad.runtime.indexing import scatter  # late: see into_buffer
+
+    return scatter(np.full(shape, c, dtype=_float_dtype(logp)), logp, (rows, cols))
+
+
+@adjoint(picked_log_softmax_as_written)
+def d_picked_log_softmax(
+    g, ans, x, logp, rows, cols, axis=-1, reduce="mean", *, into=None
+):
+    if _one_per_row(logp, rows, cols, axis):
+        c = g / logp.shape[0] if reduce == "mean" else g
+        buf = into_buffer(into, 0, logp.shape, logp.dtype)
+        ct = np.exp(logp, out=buf)  # a new array where no buffer fits
+        ct *= -c
+        ct[rows, cols] += c
+        return (ct, None, None, None)
+    ct = d_log_softmax(_picked_ct(g, logp, rows, cols, reduce), logp, x, axis)[0]
+    return (ct, None, None, None)
+
+
+# ================================================================ tangents
+# Forward mode: the primals are honest functions of their arguments (a sum, a
+# pick), and the rules' tangents serve forward-over-reverse (Hessian-vector
+# products through gradient code that calls them).
+
+
+@tangent(sigmoid_log_likelihood_as_written, argnum=3)
+def jvp_sigmoid_log_likelihood_first(t, ans, z, y, p, first, second, reduce=None):
+    shape = np.broadcast_shapes(np.shape(first), np.shape(second))
+    return _reduce(np.broadcast_to(t, shape), reduce)
+
+
+@tangent(sigmoid_log_likelihood_as_written, argnum=4)
+def jvp_sigmoid_log_likelihood_second(t, ans, z, y, p, first, second, reduce=None):
+    shape = np.broadcast_shapes(np.shape(first), np.shape(second))
+    return _reduce(np.broadcast_to(t, shape), reduce)
+
+
+@tangent(d_sigmoid_log_likelihood, container=True)
+def jvp_d_sigmoid_log_likelihood_g(t, ans, g, out, z, y, p, first, second, reduce=None):
+    return d_sigmoid_log_likelihood(t, out, z, y, p, first, second, reduce)
+
+
+@tangent(d_sigmoid_log_likelihood, argnum=3, container=True)
+def jvp_d_sigmoid_log_likelihood_y(t, ans, g, out, z, y, p, first, second, reduce=None):
+    return (unbroadcast(t * _scale(g, first, second, reduce), z), None)
+
+
+@tangent(d_sigmoid_log_likelihood, argnum=4, container=True)
+def jvp_d_sigmoid_log_likelihood_p(t, ans, g, out, z, y, p, first, second, reduce=None):
+    s = _scale(g, first, second, reduce)
+    return (
+        unbroadcast(-t * s, z),
+        unbroadcast(t * s * (1.0 / p + 1.0 / (1.0 - p)), y),
+    )
+
+
+@tangent(d_sigmoid_log_likelihood_z, container=True)
+def jvp_d_sigmoid_log_likelihood_z_g(
+    t, ans, g, out, z, y, p, first, second, reduce=None
+):
+    return d_sigmoid_log_likelihood_z(t, out, z, y, p, first, second, reduce)
+
+
+@tangent(d_sigmoid_log_likelihood_z, argnum=3, container=True)
+def jvp_d_sigmoid_log_likelihood_z_y(
+    t, ans, g, out, z, y, p, first, second, reduce=None
+):
+    return (unbroadcast(t * _scale(g, first, second, reduce), z),)
+
+
+@tangent(d_sigmoid_log_likelihood_z, argnum=4, container=True)
+def jvp_d_sigmoid_log_likelihood_z_p(
+    t, ans, g, out, z, y, p, first, second, reduce=None
+):
+    return (unbroadcast(-t * _scale(g, first, second, reduce), z),)
+
+
+@tangent(picked_log_softmax_as_written, argnum=1)
+def jvp_picked_log_softmax(t, ans, x, logp, rows, cols, axis=-1, reduce="mean"):
+    return _reduce(t[rows, cols], reduce)
+
+
+@tangent(d_picked_log_softmax, container=True)
+def jvp_d_picked_log_softmax_g(
+    t, ans, g, out, x, logp, rows, cols, axis=-1, reduce="mean"
+):
+    return d_picked_log_softmax(t, out, x, logp, rows, cols, axis, reduce)
+
+
+@tangent(d_picked_log_softmax, argnum=3, container=True)
+def jvp_d_picked_log_softmax_logp(
+    t, ans, g, out, x, logp, rows, cols, axis=-1, reduce="mean"
+):
+    """``g_x = G - softmax * sum(G)`` moves by ``-softmax * t * sum(G)``."""
+    total = np.sum(_picked_ct(g, logp, rows, cols, reduce), axis=axis, keepdims=True)
+    return (-np.exp(logp) * t * total, None, None, None)
