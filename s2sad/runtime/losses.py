@@ -41,19 +41,13 @@ REDUCTIONS = (None, "mean", "sum")
 
 
 def _reduce(value: Any, reduce: str | None) -> Any:
-    if reduce == "mean":
-        return np.mean(value)
-    if reduce == "sum":
-        return np.sum(value)
-    return value
-
-
-def into_buffer(into: Any, i: int, shape: tuple, dtype: Any) -> np.ndarray | None:
-    """``reductions.into_buffer`` (imported late: loading the rule modules may
-    start inside ``reductions``' own import)."""
-    from s2sad.runtime.reductions import into_buffer
-
-    return into_buffer(into, i, shape, dtype)
+    """``np.mean(value)``/``np.sum(value)`` (an array's own method: the same
+    reduction without the function's dispatch)."""
+    if reduce is None:
+        return value
+    if type(value) is np.ndarray:
+        return value.mean() if reduce == "mean" else value.sum()
+    return np.mean(value) if reduce == "mean" else np.sum(value)
 
 
 def _float_dtype(x: Any) -> np.dtype:
@@ -76,27 +70,52 @@ def sigmoid_log_likelihood_as_written(
 
 def _scale(g: Any, first: Any, second: Any, reduce: str | None) -> Any:
     """What multiplies ``y - p``: the cotangent of each term."""
-    if reduce == "mean":
-        shape = np.broadcast_shapes(np.shape(first), np.shape(second))
-        return g / max(int(np.prod(shape)), 1)
-    return g
+    if reduce != "mean":
+        return g
+    if type(first) is np.ndarray and first.shape == np.shape(second):
+        return g / max(first.size, 1)
+    shape = np.broadcast_shapes(np.shape(first), np.shape(second))
+    return g / max(int(np.prod(shape)), 1)
+
+
+def _spread(v: Any, first: Any, second: Any) -> Any:
+    """``v`` broadcast to the terms' shape (where ``y`` has more entries than p)."""
+    return np.broadcast_to(v, np.broadcast_shapes(np.shape(first), np.shape(second)))
+
+
+def _fits(buf: Any, like: np.ndarray) -> bool:
+    """``buf`` can hold a cotangent of ``like`` (see ``reductions.into_buffer``)."""
+    return (
+        type(buf) is np.ndarray
+        and buf.shape == like.shape
+        and buf.dtype == like.dtype
+        and buf.flags.c_contiguous
+        and buf.flags.writeable
+    )
 
 
 def _logits_ct(s: Any, z: Any, y: Any, p: Any, into: Any) -> Any:
     """``unbroadcast((y - p) * s, z)``, in ``into[0]`` when it fits."""
-    if type(z) is np.ndarray and np.ndim(s) == 0:
-        buf = into_buffer(into, 0, z.shape, _float_dtype(z))
-        if buf is not None and np.broadcast_shapes(np.shape(y), np.shape(p)) == z.shape:
-            np.subtract(y, p, out=buf)
-            buf *= s
-            return buf
+    if (
+        into
+        and type(z) is np.ndarray
+        and z.dtype.kind == "f"
+        and type(p) is np.ndarray
+        and p.shape == z.shape
+        and (type(y) in (float, int) or type(y) is np.ndarray and y.shape == z.shape)
+        and type(s) in (float, np.float64, np.float32)
+        and _fits(into[0], z)
+    ):
+        buf = np.subtract(y, p, out=into[0])
+        buf *= s
+        return buf
     return unbroadcast((y - p) * s, z)
 
 
 @adjoint(sigmoid_log_likelihood_as_written)
 def d_sigmoid_log_likelihood(g, ans, z, y, p, first, second, reduce=None, *, into=None):
     s = _scale(g, first, second, reduce)
-    ct_y = unbroadcast((np.log(p) - np.log1p(-p)) * s, y)
+    ct_y = unbroadcast(_spread((np.log(p) - np.log1p(-p)) * s, first, second), y)
     return (_logits_ct(s, z, y, p, into), ct_y, None, None, None)
 
 
@@ -147,7 +166,8 @@ def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
     """The cotangent of ``logp``: ``c`` at each pick, zero elsewhere."""
     shape = np.broadcast_shapes(np.shape(rows), np.shape(cols))
     c = g / max(int(np.prod(shape)), 1) if reduce == "mean" else g
-    from s2sad.runtime.indexing import scatter  # late: see into_buffer
+    # imported here: loading the rule modules may start inside indexing's import
+    from s2sad.runtime.indexing import scatter
 
     return scatter(np.full(shape, c, dtype=_float_dtype(logp)), logp, (rows, cols))
 
@@ -158,7 +178,7 @@ def d_picked_log_softmax(
 ):
     if _one_per_row(logp, rows, cols, axis):
         c = g / logp.shape[0] if reduce == "mean" else g
-        buf = into_buffer(into, 0, logp.shape, logp.dtype)
+        buf = into[0] if into and _fits(into[0], logp) else None
         ct = np.exp(logp, out=buf)  # a new array where no buffer fits
         ct *= -c
         ct[rows, cols] += c
@@ -192,16 +212,15 @@ def jvp_d_sigmoid_log_likelihood_g(t, ans, g, out, z, y, p, first, second, reduc
 
 @tangent(d_sigmoid_log_likelihood, argnum=3, container=True)
 def jvp_d_sigmoid_log_likelihood_y(t, ans, g, out, z, y, p, first, second, reduce=None):
-    return (unbroadcast(t * _scale(g, first, second, reduce), z), None)
+    ct_z = _spread(t * _scale(g, first, second, reduce), first, second)
+    return (unbroadcast(ct_z, z), None)
 
 
 @tangent(d_sigmoid_log_likelihood, argnum=4, container=True)
 def jvp_d_sigmoid_log_likelihood_p(t, ans, g, out, z, y, p, first, second, reduce=None):
     s = _scale(g, first, second, reduce)
-    return (
-        unbroadcast(-t * s, z),
-        unbroadcast(t * s * (1.0 / p + 1.0 / (1.0 - p)), y),
-    )
+    ct_y = _spread(t * s * (1.0 / p + 1.0 / (1.0 - p)), first, second)
+    return (unbroadcast(_spread(-t * s, first, second), z), unbroadcast(ct_y, y))
 
 
 @tangent(d_sigmoid_log_likelihood_z, container=True)
@@ -215,14 +234,16 @@ def jvp_d_sigmoid_log_likelihood_z_g(
 def jvp_d_sigmoid_log_likelihood_z_y(
     t, ans, g, out, z, y, p, first, second, reduce=None
 ):
-    return (unbroadcast(t * _scale(g, first, second, reduce), z),)
+    ct_z = _spread(t * _scale(g, first, second, reduce), first, second)
+    return (unbroadcast(ct_z, z),)
 
 
 @tangent(d_sigmoid_log_likelihood_z, argnum=4, container=True)
 def jvp_d_sigmoid_log_likelihood_z_p(
     t, ans, g, out, z, y, p, first, second, reduce=None
 ):
-    return (unbroadcast(-t * _scale(g, first, second, reduce), z),)
+    ct_z = _spread(-t * _scale(g, first, second, reduce), first, second)
+    return (unbroadcast(ct_z, z),)
 
 
 @tangent(picked_log_softmax_as_written, argnum=1)

@@ -140,6 +140,32 @@ class Chain:
         self.used.append(found[0])
         return found[1]
 
+    def same(self, a: str, b: str, before: int) -> bool:
+        """``a`` and ``b`` hold one value: one name, or two reads of one item or
+        attribute (``ys[t]`` written twice) that nothing between them changes."""
+        if a == b:
+            return True
+        da, db = self.defs.get(a), self.defs.get(b)
+        if da is None or db is None or max(da[0], db[0]) >= before:
+            return False
+        va, vb = da[1], db[1]
+        if not (
+            isinstance(va, (ast.Subscript, ast.Attribute))
+            and ast.dump(va) == ast.dump(vb)
+            and all(
+                isinstance(n, (ast.Name, ast.Load, ast.Tuple, ast.Slice, ast.Constant))
+                or n is va
+                for n in ast.walk(va)
+            )
+        ):
+            return False
+        names = [n.id for n in ast.walk(va) if isinstance(n, ast.Name)]
+        lo, hi = sorted((da[0], db[0]))
+        if not self.untouched(names, lo, hi + 1):
+            return False
+        self.used.extend((da[0], db[0]))
+        return True
+
     def index(self, name: str) -> int:
         return self.defs[name][0]
 
@@ -264,7 +290,12 @@ def log_likelihood(chain: Chain, t_value, at: int):
         chain.used = []
         first = _log_term(chain, a.id, at)
         second = _complement_term(chain, b.id, at) if first else None
-        if first and second and first == second:
+        if (
+            first
+            and second
+            and first[1] == second[1]
+            and chain.same(first[0], second[0], at)
+        ):
             y, p = first
             z = sigmoid_of(chain, p, at)
             if z is None or y in (p, a.id, b.id) or z == p:
@@ -296,6 +327,13 @@ def log_softmax_of(chain: Chain, logp: str, before: int):
         axis = k.value
     if axis is None:
         axis = ast.Constant(value=-1)
+    if (
+        isinstance(axis, ast.UnaryOp)
+        and isinstance(axis.op, ast.USub)
+        and isinstance(axis.operand, ast.Constant)
+        and type(axis.operand.value) is int
+    ):
+        axis = ast.Constant(value=-axis.operand.value)
     if not isinstance(axis, ast.Constant):
         return None
     return args[0].id, copy.deepcopy(axis)
