@@ -213,14 +213,15 @@ def jvp_d_sigmoid_log_likelihood_g(t, ans, g, out, z, y, p, first, second, reduc
 @tangent(d_sigmoid_log_likelihood, argnum=3, container=True)
 def jvp_d_sigmoid_log_likelihood_y(t, ans, g, out, z, y, p, first, second, reduce=None):
     ct_z = _spread(t * _scale(g, first, second, reduce), first, second)
-    return (unbroadcast(ct_z, z), None)
+    return (unbroadcast(ct_z, z), None, None, None, None)
 
 
 @tangent(d_sigmoid_log_likelihood, argnum=4, container=True)
 def jvp_d_sigmoid_log_likelihood_p(t, ans, g, out, z, y, p, first, second, reduce=None):
     s = _scale(g, first, second, reduce)
     ct_y = _spread(t * s * (1.0 / p + 1.0 / (1.0 - p)), first, second)
-    return (unbroadcast(_spread(-t * s, first, second), z), unbroadcast(ct_y, y))
+    ct_z = unbroadcast(_spread(-t * s, first, second), z)
+    return (ct_z, unbroadcast(ct_y, y), None, None, None)
 
 
 @tangent(d_sigmoid_log_likelihood_z, container=True)

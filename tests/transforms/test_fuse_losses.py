@@ -16,7 +16,7 @@ import pytest
 import s2sad
 from s2sad.runtime import losses, nn
 from s2sad.testing import numerical_grad
-from s2sad.transforms.front import fuse_losses
+from s2sad.transforms.front import fuse
 from tests.transforms.dumps import after
 
 RNG = np.random.default_rng(7)
@@ -267,7 +267,7 @@ def check(fn, args, argnums):
 
 def without_fuse(monkeypatch):
     """The fuse pass without its loss heads (the log-softmax is fused still)."""
-    monkeypatch.setattr(fuse_losses, "run", lambda job, module: None)
+    monkeypatch.setattr(fuse, "_fuse_losses", lambda job, module: None)
 
 
 @pytest.mark.parametrize(

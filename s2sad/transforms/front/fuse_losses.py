@@ -59,7 +59,7 @@ def rule_target(value) -> object:
     return info.target if info.kind == "rule" else None
 
 
-def _names(args) -> list[str] | None:
+def names(args) -> list[str] | None:
     if all(isinstance(a, ast.Name) for a in args):
         return [a.id for a in args]
     return None
@@ -72,7 +72,7 @@ def _call_args(value, fns, n: int) -> list[str] | None:
         and len(value.args) == n
         and not value.keywords
     ):
-        return _names(value.args)
+        return names(value.args)
     return None
 
 
@@ -245,7 +245,7 @@ def sigmoid_of(chain: Chain, p: str, before: int) -> str | None:
 def _log_term(chain: Chain, a: str, before: int):
     """``(y, p)`` for ``a = y * np.log(p)`` (either order)."""
     ops = _binop(chain.value(a, before), ast.Mult, np.multiply)
-    if not ops or _names(ops) is None:
+    if not ops or names(ops) is None:
         return None
     for f, other in (ops, ops[::-1]):
         value = chain.defs.get(f.id, (before, None))
@@ -260,7 +260,7 @@ def _log_term(chain: Chain, a: str, before: int):
 def _complement_term(chain: Chain, b: str, before: int):
     """``(y, p)`` for ``b = (1 - y) * np.log(1 - p)`` or ``... * np.log1p(-p)``."""
     ops = _binop(chain.value(b, before), ast.Mult, np.multiply)
-    if not ops or _names(ops) is None:
+    if not ops or names(ops) is None:
         return None
     for s, l2 in (ops, ops[::-1]):
         sv = chain.defs.get(s.id, (before, None))
@@ -284,7 +284,7 @@ def _complement_term(chain: Chain, b: str, before: int):
 def log_likelihood(chain: Chain, t_value, at: int):
     """``(z, y, p, a, b)`` when ``t_value`` (at index ``at``) adds the two terms."""
     ops = _binop(t_value, ast.Add, np.add)
-    if not ops or _names(ops) is None:
+    if not ops or names(ops) is None:
         return None
     for a, b in (ops, ops[::-1]):
         chain.used = []
@@ -349,7 +349,7 @@ def picked(chain: Chain, i: str, before: int):
         and len(value.slice.elts) == 2
     ):
         return None
-    index = _names(value.slice.elts)
+    index = names(value.slice.elts)
     logp = value.value.id
     at = chain.index(i)
     found = log_softmax_of(chain, logp, at)
@@ -361,134 +361,3 @@ def picked(chain: Chain, i: str, before: int):
     ):
         return x, logp, index[0], index[1], axis
     return None
-
-
-# ----------------------------------------------------------------------------
-# The rewrite
-# ----------------------------------------------------------------------------
-
-
-def _reduced(value) -> tuple[str, str] | None:
-    """``(t, "mean")`` for ``np.mean(t)`` or ``t.mean()`` (``"sum"`` likewise)."""
-    if not isinstance(value, ast.Call) or value.keywords:
-        return None
-    info: CallInfo = anno(value).get("call", CallInfo("unknown"))
-    for how, fn in (("mean", np.mean), ("sum", np.sum)):
-        if info.kind == "rule" and info.target is fn and len(value.args) == 1:
-            args = _names(value.args)
-            return (args[0], how) if args else None
-        if (
-            info.kind == "method"
-            and info.target == how
-            and not value.args
-            and isinstance(value.func, ast.Attribute)
-            and isinstance(value.func.value, ast.Name)
-        ):
-            return value.func.value.id, how
-    return None
-
-
-def _call(module, fn, args: list[str], keywords: dict, operands: list[str], like):
-    call = ast.Call(
-        func=module.rule_ref(fn),
-        args=[ast.Name(id=a, ctx=ast.Load()) for a in args],
-        keywords=[ast.keyword(arg=k, value=v) for k, v in keywords.items()],
-    )
-    anno(call)["call"] = CallInfo("rule", fn)
-    anno(call)["fused_operands"] = operands
-    return ast.copy_location(call, like)
-
-
-def run(job, module) -> None:
-    """Fuse the loss heads of ``job``'s function, then redo its activity."""
-    from s2sad.transforms.front.fuse import _load_counts
-    from s2sad.transforms.front.shifts import _blocks, _store_counts
-
-    stores, loads = _store_counts(job.node), _load_counts(job.node)
-    fused = False
-    for block in _blocks(job.node.body):
-        j = 0
-        while j < len(block):
-            removed = _fuse_at(module, block, j, stores, loads)
-            fused |= removed is not None
-            j += 0 if removed is not None and 0 <= removed <= j else 1
-    if fused:
-        _redo_activity(job)
-
-
-def _fuse_at(module, block, j: int, stores, loads) -> int | None:
-    """Rewrite ``block[j]`` when it ends an idiom; the index of the statement it
-    took in (deleted), -1 when none was, None when nothing changed."""
-    from s2sad.runtime.losses import (
-        picked_log_softmax_as_written,
-        sigmoid_log_likelihood_as_written,
-    )
-
-    stmt = block[j]
-    target, value = _assigned(stmt)
-    if target is None:
-        return None
-    red = _reduced(value)
-    if red is not None and stores.get(red[0]) == 1 and loads.get(red[0]) == 1:
-        chain = Chain(block, stores)
-        found = picked(chain, red[0], j)
-        if found is not None:
-            x, logp, rows, cols, axis = found
-            keywords = {"axis": axis}
-            if red[1] != "mean":
-                keywords["reduce"] = ast.Constant(value=red[1])
-            fn = picked_log_softmax_as_written
-            stmt.value = _call(module, fn, [x, logp, rows, cols], keywords, [x], value)
-            at = chain.index(red[0])
-            del block[at]
-            return at
-    chain = Chain(block, stores)
-    found = log_likelihood(chain, value, j)
-    if found is None:
-        return None
-    z, y = found[:2]
-    fn = sigmoid_log_likelihood_as_written
-    keywords: dict = {}
-    site = j
-    if stores.get(target) == 1 and loads.get(target) == 1:
-        k = next(
-            (k for k in range(j + 1, len(block)) if _reads(block[k], target)), None
-        )
-        red = _reduced(_assigned(block[k])[1]) if k is not None else None
-        if red is not None and red[0] == target and chain.untouched(found, j, k):
-            keywords["reduce"] = ast.Constant(value=red[1])
-            site = k
-    call = _call(module, fn, list(found), keywords, [z, y], block[site].value)
-    block[site].value = call
-    if site != j:
-        del block[j]
-        return j
-    return -1
-
-
-def _reads(stmt, name: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-        for n in ast.walk(stmt)
-    )
-
-
-def _redo_activity(job) -> None:
-    """Solve the activity again with each fused call's own operands: its value is
-    differentiated through those alone.  What was inactive stays so (the shifts
-    pass's stopped maxima among them): fusing only takes dependencies away."""
-    from s2sad.transforms.front import activity as activity_pass
-
-    flows = []
-    for s in activity_pass.simple_statements(job.node.body):
-        target, ops = activity_pass.flow(s)
-        value = s.value if isinstance(s, ast.Assign) else None
-        fused = anno(value).get("fused_operands") if value is not None else None
-        if fused is not None:
-            ops = list(fused)
-        if target is not None and target not in job.act.active:
-            target, ops = None, []
-        flows.append((target, ops))
-    act = activity_pass.solve(job.node, job.wrt, flows, useful_needs_active=True)
-    act.never = job.act.never
-    job.act = act
