@@ -163,8 +163,9 @@ def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
 
 
 def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
-    """The cotangent of ``logp``: ``c`` at each pick, zero elsewhere."""
-    shape = np.broadcast_shapes(np.shape(rows), np.shape(cols))
+    """The cotangent of ``logp``: ``c`` at each pick, zero elsewhere (any index:
+    repeated rows add up, a 3-d ``logp`` gives rows of picks)."""
+    shape = np.shape(logp[rows, cols])
     c = g / max(int(np.prod(shape)), 1) if reduce == "mean" else g
     # imported here: loading the rule modules may start inside indexing's import
     from s2sad.runtime.indexing import scatter

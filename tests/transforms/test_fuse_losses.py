@@ -129,6 +129,12 @@ def nll_axis0(W, x, y):
     return -np.mean(logp[y, np.arange(x.shape[0])])
 
 
+def nll_3d(W, x, y):
+    z = x @ W  # (2, 5, 4): each pick is a row of 4
+    logp = z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+    return -np.mean(logp[np.arange(2), y])
+
+
 def nll_logp_read_again(W, x, y):
     z = x @ W
     logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
@@ -228,6 +234,8 @@ MATCHING = [
               np.array([1, 1, 3, 0])), 0, "picked_log_softmax_as_written("),
     (nll_axis0, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0,
      "picked_log_softmax_as_written("),
+    (nll_3d, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(2, 5, 3)), np.array([4, 1])),
+     0, "picked_log_softmax_as_written("),
     (nll_logp_read_again, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS),
      0, "picked_log_softmax_as_written("),
     (nll_in_loop,
