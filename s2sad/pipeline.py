@@ -3,7 +3,7 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
-              -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
+              -> activity -> aliasing -> shifts -> fuse -> losses -> reverse -> cleanup -> assemble
               -> buffers -> scalar -> methods                     (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
@@ -59,6 +59,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("aliasing", reverse.aliasing, BOTH),  # forward mode rebinds as well
     ("shifts", shifts.run, (REVERSE,)),
     ("fuse", fuse.run, (REVERSE,)),
+    ("losses", fuse.run_losses, (REVERSE,)),
     ("reverse", reverse.differentiate, (REVERSE,)),
     ("forward", forward.differentiate, (FORWARD,)),
     ("cleanup", reverse.cleanup, (REVERSE,)),
@@ -74,7 +75,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 #: step helpers, fused kernels): skipped for calls with arrays of other libraries
 #: (``Options.buffers == "foreign"``: Dask, torch, CuPy, Array API), whose code
 #: runs as written
-NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "methods"})
+NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "losses", "methods"})
 
 #: (name, pass, modes), over the whole module once every function is compiled
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad import pipeline
 from s2sad.runtime import losses, nn
 from s2sad.testing import numerical_grad
-from s2sad.transforms.front import fuse
 from tests.transforms.dumps import after
 
 RNG = np.random.default_rng(7)
@@ -274,8 +274,9 @@ def check(fn, args, argnums):
 
 
 def without_fuse(monkeypatch):
-    """The fuse pass without its loss heads (the log-softmax is fused still)."""
-    monkeypatch.setattr(fuse, "_fuse_losses", lambda job, module: None)
+    """The pipeline without the losses pass (the log-softmax is fused still)."""
+    passes = [p for p in pipeline.PASSES if p[0] != "losses"]
+    monkeypatch.setattr(pipeline, "PASSES", passes)
 
 
 @pytest.mark.parametrize(

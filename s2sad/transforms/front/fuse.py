@@ -21,7 +21,8 @@ It fires only when ``e``, ``s`` and ``l`` are each assigned once and read once
 that order with ``a`` not rebound between them; the sum has a constant axis
 (or none) and ``keepdims=True``.  Anything else is left as written.
 
-Then two loss heads get their closed-form cotangents (``fuse_losses.py``): the
+The ``losses`` pass (:func:`run_losses`, after this one, matching with
+``fuse_losses.py``) then gives two loss heads their closed-form cotangents: the
 Bernoulli log-likelihood of a sigmoid, and the mean of log-probabilities picked
 by integer labels after a log-softmax.
 """
@@ -70,7 +71,6 @@ def run(job, module) -> None:
             for j in sorted((i, j_sum, j_log), reverse=True):
                 del block[j]
             i += 1
-    _fuse_losses(job, module)
 
 
 def _chain(block, i, stores, loads):
@@ -209,8 +209,9 @@ def _call(module, fn, args: list[str], keywords: dict, operands: list[str], like
     return ast.copy_location(call, like)
 
 
-def _fuse_losses(job, module) -> None:
-    """Fuse the loss heads of ``job``'s function, then redo its activity."""
+def run_losses(job, module) -> None:
+    """The ``losses`` pass, after ``fuse``: the loss heads of ``job``'s function
+    (``fuse_losses.py``), then its activity solved again."""
     stores, loads = _store_counts(job.node), _load_counts(job.node)
     fused = False
     for block in _blocks(job.node.body):
