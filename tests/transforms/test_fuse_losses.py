@@ -421,3 +421,28 @@ def test_the_kernels_compute_the_written_out_values():
     assert np.array_equal(
         losses.sigmoid_log_likelihood_as_written(z, y, p, a, b), a + b
     )
+
+
+@pytest.mark.parametrize(
+    "fn,make",
+    [
+        (in_loop, lambda n: (RNG.normal(size=3), RNG.normal(size=(2, n, 3)),
+                             bits(2 * n).reshape(2, n))),
+        (nll_in_loop, lambda n: (RNG.normal(size=(3, 4)), RNG.normal(size=(2, n, 3)),
+                                 RNG.integers(0, 4, (2, n)))),
+        (in_callee, lambda n: (RNG.normal(size=3), RNG.normal(size=(n, 3)), bits(n))),
+        (nll_in_callee, lambda n: (RNG.normal(size=(3, 4)), RNG.normal(size=(n, 3)),
+                                   RNG.integers(0, 4, n))),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)  # fmt: skip
+def test_loops_and_callees_with_workspaces(fn, make):
+    """Large enough for buffers taken in loops and callees (``ws.take``)."""
+    args = make(3000)
+    vg = s2sad.value_and_grad(fn, argnums=0)
+    want = numerical_grad(fn, args, 0)
+    for _ in range(2):
+        value, g = vg(*args)
+        assert value == fn(*args)
+        np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    assert "ws" in vg.source
