@@ -95,20 +95,22 @@ def _fits(buf: Any, like: np.ndarray) -> bool:
 
 
 def _logits_ct(s: Any, z: Any, y: Any, p: Any, into: Any) -> Any:
-    """``unbroadcast((y - p) * s, z)``, in ``into[0]`` when it fits."""
+    """``unbroadcast((y - p) * s, z)``: two NumPy calls into one array (``into[0]``
+    when it fits) where ``y - p`` has z's shape and dtype and ``s`` is a number."""
     if (
-        into
-        and type(z) is np.ndarray
+        type(z) is np.ndarray
         and z.dtype.kind == "f"
         and type(p) is np.ndarray
         and p.shape == z.shape
+        and p.dtype == z.dtype
         and (type(y) in (float, int) or type(y) is np.ndarray and y.shape == z.shape)
         and type(s) in (float, np.float64, np.float32)
-        and _fits(into[0], z)
     ):
-        buf = np.subtract(y, p, out=into[0])
-        buf *= s
-        return buf
+        buf = into[0] if into and _fits(into[0], z) else None
+        ct = np.subtract(y, p, out=buf)
+        if ct.dtype == z.dtype:
+            ct *= s
+            return ct
     return unbroadcast((y - p) * s, z)
 
 
