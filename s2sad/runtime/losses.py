@@ -160,7 +160,7 @@ def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
     return (
         rows.shape == cols.shape == (n,)
         and logp.dtype.kind == "f"
-        and np.array_equal(rows, np.arange(n))
+        and bool((rows == np.arange(n)).all())
     )
 
 

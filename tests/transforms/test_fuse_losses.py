@@ -47,6 +47,11 @@ def log1p_spelling(w, X, y):
     return -(y * np.log(p) + (1.0 - y) * np.log1p(-p)).mean()
 
 
+def library_sigmoid(w, X, y):
+    p = nn.sigmoid(X @ w)
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
 def weighted(w, X, y, c):
     p = 1.0 / (1.0 + np.exp(-(X @ w)))
     return np.sum(c * (y * np.log(p) + (1.0 - y) * np.log(1.0 - p)))
@@ -208,6 +213,7 @@ MATCHING = [
         "sigmoid_log_likelihood_as_written(",
     ),
     (log1p_spelling, lambda: sig3(), 0, "sigmoid_log_likelihood_as_written("),
+    (library_sigmoid, lambda: sig3(), 0, "sigmoid_log_likelihood_as_written("),
     (
         weighted,
         lambda: (*sig3(), RNG.normal(size=6)),
