@@ -215,16 +215,17 @@ def run_losses(job, module) -> None:
     stores, loads = _store_counts(job.node), _load_counts(job.node)
     fused = False
     for block in _blocks(job.node.body):
-        j = 0
+        chain, j = fuse_losses.Chain(block, stores), 0
         while j < len(block):
-            removed = _fuse_at(module, block, j, stores, loads)
-            fused |= removed is not None
+            removed = _fuse_at(module, chain, j, stores, loads)
+            if removed is not None:  # the block changed: index it again
+                fused, chain = True, fuse_losses.Chain(block, stores)
             j += 0 if removed is not None and 0 <= removed <= j else 1
     if fused:
         _redo_activity(job)
 
 
-def _fuse_at(module, block, j: int, stores, loads) -> int | None:
+def _fuse_at(module, chain, j: int, stores, loads) -> int | None:
     """Rewrite ``block[j]`` when it ends an idiom; the index of the statement it
     took in (deleted), -1 when none was, None when nothing changed."""
     from s2sad.runtime.losses import (
@@ -232,13 +233,14 @@ def _fuse_at(module, block, j: int, stores, loads) -> int | None:
         sigmoid_log_likelihood_as_written,
     )
 
+    block = chain.block
     stmt = block[j]
     target, value = _assigned(stmt)
-    if target is None:
+    if target is None or not isinstance(value, (ast.Call, ast.BinOp)):
         return None
+    chain.used = []
     red = _reduced(value)
     if red is not None and stores.get(red[0]) == 1 and loads.get(red[0]) == 1:
-        chain = fuse_losses.Chain(block, stores)
         found = fuse_losses.picked(chain, red[0], j)
         if found is not None:
             x, logp, rows, cols, axis = found
@@ -250,7 +252,7 @@ def _fuse_at(module, block, j: int, stores, loads) -> int | None:
             at = chain.index(red[0])
             del block[at]
             return at
-    chain = fuse_losses.Chain(block, stores)
+        return None
     found = fuse_losses.log_likelihood(chain, value, j)
     if found is None:
         return None
