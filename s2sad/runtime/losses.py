@@ -144,22 +144,26 @@ def picked_log_softmax_as_written(
 
 
 def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
-    """``rows`` is ``arange(n)`` and ``cols`` one integer per row of a 2-d ``logp``
-    whose log-softmax ran along its rows: then each row holds exactly one pick."""
+    """``rows`` is ``arange(n)`` (or ``range(n)``) and ``cols`` one integer per row
+    of a 2-d ``logp`` whose log-softmax ran along its rows: then each row holds
+    exactly one pick."""
     if not (
         type(logp) is np.ndarray
         and logp.ndim == 2
+        and logp.dtype.kind == "f"
         and axis in (1, -1)
-        and type(rows) is np.ndarray
         and type(cols) is np.ndarray
-        and rows.dtype.kind in "iu"
         and cols.dtype.kind in "iu"
+        and cols.shape == (logp.shape[0],)
     ):
         return False
     n = logp.shape[0]
+    if type(rows) is range:
+        return rows == range(n)
     return (
-        rows.shape == cols.shape == (n,)
-        and logp.dtype.kind == "f"
+        type(rows) is np.ndarray
+        and rows.dtype.kind in "iu"
+        and rows.shape == (n,)
         and bool((rows == np.arange(n)).all())
     )
 

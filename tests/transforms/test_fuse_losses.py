@@ -128,6 +128,12 @@ def nll_rows_given(W, x, rows, y):
     return -np.mean(logp[rows, y])
 
 
+def nll_range(W, x, y):
+    z = x @ W
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(logp[range(x.shape[0]), y])
+
+
 def nll_axis0(W, x, y):
     z = (x @ W).T
     logp = z - np.log(np.sum(np.exp(z), axis=0, keepdims=True))
@@ -238,6 +244,8 @@ MATCHING = [
     (nll_rows_given,  # repeated rows: the rule's general path
      lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), np.array([0, 0, 5, 1]),
               np.array([1, 1, 3, 0])), 0, "picked_log_softmax_as_written("),
+    (nll_range, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0,
+     "picked_log_softmax_as_written("),
     (nll_axis0, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0,
      "picked_log_softmax_as_written("),
     (nll_3d, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(2, 5, 3)), np.array([4, 1])),
