@@ -403,9 +403,13 @@ def test_dict_of_pairs():
     """(Keys are strings, so the tangent and the differences are built by hand.)"""
     a, b = rnd(2), rnd()
     ta, tb = _random_like(a), _random_like(b)
-    got = tangents.pushforward(builtins.dict, 0, [(None, ta), (None, tb)], [("a", a), ("b", b)])
+    got = tangents.pushforward(
+        builtins.dict, 0, [(None, ta), (None, tb)], [("a", a), ("b", b)]
+    )
     _compare(got, {"a": ta, "b": tb}, "dict")
-    got = tangents.pushforward(builtins.dict, 0, [(None, ta), None], [("a", a), ("b", b)])
+    got = tangents.pushforward(
+        builtins.dict, 0, [(None, ta), None], [("a", a), ("b", b)]
+    )
     _compare(got, {"a": ta, "b": None}, "dict")
 
 
@@ -435,6 +439,7 @@ def test_nn():
     check_jvp(activations.log_softmax_as_written, rnd(2, 3, 4), None)
     for reduce in (None, "mean", "sum"):  # z, y, p, first, second
         check_jvp(losses.sigmoid_log_likelihood_as_written, *SIGMOID_LL, reduce)
+        check_jvp(losses.sigmoid_log_likelihood_as_written, *SIGMOID_LL, reduce, True)
     check_jvp(losses.picked_log_softmax_as_written, *PICKED, 1, "sum")
     check_jvp(nn.softmax_cross_entropy, rnd(3, 4), labels)
     check_jvp(nn.binary_cross_entropy_with_logits, rnd(3, 4), pos(3, 4) / 2)
@@ -539,6 +544,7 @@ RULE_CASES = [
     (steps.d_stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(4))),
     (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "mean")),
     (losses.d_sigmoid_log_likelihood_z, (*SIGMOID_LL, "mean")),
+    (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "sum", True)),
     (losses.d_sigmoid_log_likelihood_z, SIGMOID_LL),
     (losses.d_picked_log_softmax, (*PICKED, 1)),
     (losses.d_picked_log_softmax, (*PICKED[:2], np.array([0, 0, 2]), PICKED[3], 1)),

@@ -59,17 +59,28 @@ def _float_dtype(x: Any) -> np.dtype:
 
 
 def sigmoid_log_likelihood_as_written(
-    z: Any, y: Any, p: Any, first: Any, second: Any, reduce: str | None = None
+    z: Any,
+    y: Any,
+    p: Any,
+    first: Any,
+    second: Any,
+    reduce: str | None = None,
+    negated: bool = False,
 ) -> Any:
     """``first + second`` (its mean or sum with ``reduce="mean"``/``"sum"``), where
     the user's code computed ``p = 1 / (1 + exp(-z))``, ``first = y * log(p)`` and
-    ``second = (1 - y) * log(1 - p)``: the value as written.  The rule sends
-    ``g * (y - p)`` to ``z`` and ``g * (log(p) - log(1 - p))`` to ``y``."""
-    return _reduce(first + second, reduce)
+    ``second = (1 - y) * log(1 - p)``: the value as written.  With ``negated``,
+    ``first - second`` of ``first = -y * log(p)``: the negative log-likelihood.
+    The rule sends ``g * (y - p)`` to ``z`` and ``g * (log(p) - log(1 - p))`` to
+    ``y`` (both negated with ``negated``)."""
+    return _reduce(first - second if negated else first + second, reduce)
 
 
-def _scale(g: Any, first: Any, second: Any, reduce: str | None) -> Any:
+def _scale(
+    g: Any, first: Any, second: Any, reduce: str | None, negated: bool = False
+) -> Any:
     """What multiplies ``y - p``: the cotangent of each term."""
+    g = -g if negated else g
     if reduce != "mean":
         return g
     if type(first) is np.ndarray and first.shape == np.shape(second):
@@ -115,18 +126,20 @@ def _logits_ct(s: Any, z: Any, y: Any, p: Any, into: Any) -> Any:
 
 
 @adjoint(sigmoid_log_likelihood_as_written)
-def d_sigmoid_log_likelihood(g, ans, z, y, p, first, second, reduce=None, *, into=None):
-    s = _scale(g, first, second, reduce)
+def d_sigmoid_log_likelihood(
+    g, ans, z, y, p, first, second, reduce=None, negated=False, *, into=None
+):
+    s = _scale(g, first, second, reduce, negated)
     ct_y = unbroadcast(_spread((np.log(p) - np.log1p(-p)) * s, first, second), y)
     return (_logits_ct(s, z, y, p, into), ct_y, None, None, None)
 
 
 @adjoint(sigmoid_log_likelihood_as_written, argnum=0)
 def d_sigmoid_log_likelihood_z(
-    g, ans, z, y, p, first, second, reduce=None, *, into=None
+    g, ans, z, y, p, first, second, reduce=None, negated=False, *, into=None
 ):
     """Only the logits' cotangent (``y`` is a constant): two NumPy calls."""
-    return (_logits_ct(_scale(g, first, second, reduce), z, y, p, into),)
+    return (_logits_ct(_scale(g, first, second, reduce, negated), z, y, p, into),)
 
 
 # -- picked log-probabilities of integer labels -------------------------------------
@@ -201,31 +214,41 @@ def d_picked_log_softmax(
 
 
 @tangent(sigmoid_log_likelihood_as_written, argnum=3)
-def jvp_sigmoid_log_likelihood_first(t, ans, z, y, p, first, second, reduce=None):
+def jvp_sigmoid_log_likelihood_first(
+    t, ans, z, y, p, first, second, reduce=None, negated=False
+):
     shape = np.broadcast_shapes(np.shape(first), np.shape(second))
     return _reduce(np.broadcast_to(t, shape), reduce)
 
 
 @tangent(sigmoid_log_likelihood_as_written, argnum=4)
-def jvp_sigmoid_log_likelihood_second(t, ans, z, y, p, first, second, reduce=None):
+def jvp_sigmoid_log_likelihood_second(
+    t, ans, z, y, p, first, second, reduce=None, negated=False
+):
     shape = np.broadcast_shapes(np.shape(first), np.shape(second))
-    return _reduce(np.broadcast_to(t, shape), reduce)
+    return _reduce(np.broadcast_to(-t if negated else t, shape), reduce)
 
 
 @tangent(d_sigmoid_log_likelihood, container=True)
-def jvp_d_sigmoid_log_likelihood_g(t, ans, g, out, z, y, p, first, second, reduce=None):
-    return d_sigmoid_log_likelihood(t, out, z, y, p, first, second, reduce)
+def jvp_d_sigmoid_log_likelihood_g(
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
+):
+    return d_sigmoid_log_likelihood(t, out, z, y, p, first, second, reduce, negated)
 
 
 @tangent(d_sigmoid_log_likelihood, argnum=3, container=True)
-def jvp_d_sigmoid_log_likelihood_y(t, ans, g, out, z, y, p, first, second, reduce=None):
-    ct_z = _spread(t * _scale(g, first, second, reduce), first, second)
+def jvp_d_sigmoid_log_likelihood_y(
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
+):
+    ct_z = _spread(t * _scale(g, first, second, reduce, negated), first, second)
     return (unbroadcast(ct_z, z), None, None, None, None)
 
 
 @tangent(d_sigmoid_log_likelihood, argnum=4, container=True)
-def jvp_d_sigmoid_log_likelihood_p(t, ans, g, out, z, y, p, first, second, reduce=None):
-    s = _scale(g, first, second, reduce)
+def jvp_d_sigmoid_log_likelihood_p(
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
+):
+    s = _scale(g, first, second, reduce, negated)
     ct_y = _spread(t * s * (1.0 / p + 1.0 / (1.0 - p)), first, second)
     ct_z = unbroadcast(_spread(-t * s, first, second), z)
     return (ct_z, unbroadcast(ct_y, y), None, None, None)
@@ -233,24 +256,24 @@ def jvp_d_sigmoid_log_likelihood_p(t, ans, g, out, z, y, p, first, second, reduc
 
 @tangent(d_sigmoid_log_likelihood_z, container=True)
 def jvp_d_sigmoid_log_likelihood_z_g(
-    t, ans, g, out, z, y, p, first, second, reduce=None
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
 ):
-    return d_sigmoid_log_likelihood_z(t, out, z, y, p, first, second, reduce)
+    return d_sigmoid_log_likelihood_z(t, out, z, y, p, first, second, reduce, negated)
 
 
 @tangent(d_sigmoid_log_likelihood_z, argnum=3, container=True)
 def jvp_d_sigmoid_log_likelihood_z_y(
-    t, ans, g, out, z, y, p, first, second, reduce=None
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
 ):
-    ct_z = _spread(t * _scale(g, first, second, reduce), first, second)
+    ct_z = _spread(t * _scale(g, first, second, reduce, negated), first, second)
     return (unbroadcast(ct_z, z),)
 
 
 @tangent(d_sigmoid_log_likelihood_z, argnum=4, container=True)
 def jvp_d_sigmoid_log_likelihood_z_p(
-    t, ans, g, out, z, y, p, first, second, reduce=None
+    t, ans, g, out, z, y, p, first, second, reduce=None, negated=False
 ):
-    ct_z = _spread(-t * _scale(g, first, second, reduce), first, second)
+    ct_z = _spread(-t * _scale(g, first, second, reduce, negated), first, second)
     return (unbroadcast(ct_z, z),)
 
 

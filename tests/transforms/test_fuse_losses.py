@@ -47,6 +47,16 @@ def log1p_spelling(w, X, y):
     return -(y * np.log(p) + (1.0 - y) * np.log1p(-p)).mean()
 
 
+def negated_spelling(w, X, y):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return np.mean(-y * np.log(p) - (1 - y) * np.log(1 - p))
+
+
+def negated_outside(w, X, y):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return np.sum(-(np.log(p) * y) - (1.0 - y) * np.log1p(-p))
+
+
 def library_sigmoid(w, X, y):
     p = nn.sigmoid(X @ w)
     return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
@@ -95,6 +105,11 @@ def two_probabilities(w, X, y):
 def not_a_sigmoid(w, X, y):
     p = 1.0 / (2.0 + np.exp(-(X @ w)))
     return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def negated_wrong_sign(w, X, y):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return np.mean(y * np.log(p) - (1 - y) * np.log(1 - p))
 
 
 def other_label(w, X, y, u):
@@ -220,6 +235,8 @@ MATCHING = [
     ),
     (log1p_spelling, lambda: sig3(), 0, "sigmoid_log_likelihood_as_written("),
     (library_sigmoid, lambda: sig3(), 0, "sigmoid_log_likelihood_as_written("),
+    (negated_spelling, lambda: sig3(), (0, 2), "negated=True"),
+    (negated_outside, lambda: sig3(), 0, "negated=True"),
     (
         weighted,
         lambda: (*sig3(), RNG.normal(size=6)),
@@ -262,6 +279,7 @@ NEAR_MISSES = [
     (two_probabilities, lambda: sig3(), 0),
     (not_a_sigmoid, lambda: sig3(), 0),
     (other_label, lambda: (*sig3(), bits(6)), 0),
+    (negated_wrong_sign, lambda: sig3(), 0),
     (nll_picked_twice, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0),
     (nll_mean_axis, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0),
     (nll_one_index, lambda: (RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), LABELS), 0),

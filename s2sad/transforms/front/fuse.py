@@ -256,9 +256,10 @@ def _fuse_at(module, chain, j: int, stores, loads) -> int | None:
     found = fuse_losses.log_likelihood(chain, value, j)
     if found is None:
         return None
+    *found, negated = found
     z, y = found[:2]
     fn = sigmoid_log_likelihood_as_written
-    keywords: dict = {}
+    keywords: dict = {"negated": ast.Constant(value=True)} if negated else {}
     site = j
     if stores.get(target) == 1 and loads.get(target) == 1:
         k = next(
@@ -266,9 +267,9 @@ def _fuse_at(module, chain, j: int, stores, loads) -> int | None:
         )
         red = _reduced(_assigned(block[k])[1]) if k is not None else None
         if red is not None and red[0] == target and chain.untouched(found, j, k):
-            keywords["reduce"] = ast.Constant(value=red[1])
+            keywords = {"reduce": ast.Constant(value=red[1]), **keywords}
             site = k
-    call = _call(module, fn, list(found), keywords, [z, y], block[site].value)
+    call = _call(module, fn, found, keywords, [z, y], block[site].value)
     block[site].value = call
     if site != j:
         del block[j]

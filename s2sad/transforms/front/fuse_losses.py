@@ -242,18 +242,28 @@ def sigmoid_of(chain: Chain, p: str, before: int) -> str | None:
     return _negated(n) if n is not None else None
 
 
-def _log_term(chain: Chain, a: str, before: int):
-    """``(y, p)`` for ``a = y * np.log(p)`` (either order)."""
-    ops = _binop(chain.value(a, before), ast.Mult, np.multiply)
+def _log_term(chain: Chain, a: str, before: int, negated: bool = False):
+    """``(y, p)`` for ``a = y * np.log(p)`` (either order); with ``negated``, for
+    ``a = (-y) * np.log(p)`` or ``a = -(y * np.log(p))``."""
+    value = chain.value(a, before)
+    inner = _negated(value) if negated and value is not None else None
+    if inner is not None:
+        return _log_term(chain, inner, before)
+    ops = _binop(value, ast.Mult, np.multiply)
     if not ops or names(ops) is None:
         return None
     for f, other in (ops, ops[::-1]):
-        value = chain.defs.get(f.id, (before, None))
-        if value[0] < before:
-            args = _call_args(value[1], (np.log,), 1)
-            if args:
-                chain.used.append(value[0])
-                return other.id, args[0]
+        found = chain.defs.get(f.id, (before, None))
+        args = _call_args(found[1], (np.log,), 1) if found[0] < before else None
+        y = other.id
+        if args and negated:
+            neg = chain.defs.get(y, (before, None))
+            y = _negated(neg[1]) if neg[0] < before else None
+            if y is not None:
+                chain.used.append(neg[0])
+        if args and y is not None:
+            chain.used.append(found[0])
+            return y, args[0]
     return None
 
 
@@ -282,13 +292,19 @@ def _complement_term(chain: Chain, b: str, before: int):
 
 
 def log_likelihood(chain: Chain, t_value, at: int):
-    """``(z, y, p, a, b)`` when ``t_value`` (at index ``at``) adds the two terms."""
+    """``(z, y, p, a, b, negated)`` when ``t_value`` (at index ``at``) adds the
+    two terms, or subtracts the second from the first negated (``-y * log(p) -
+    (1 - y) * log(1 - p)``)."""
     ops = _binop(t_value, ast.Add, np.add)
+    orders, negated = ((ops, ops[::-1]) if ops else ()), False
+    if not ops:
+        ops = _binop(t_value, ast.Sub, np.subtract)
+        orders, negated = ((ops,) if ops else ()), True
     if not ops or names(ops) is None:
         return None
-    for a, b in (ops, ops[::-1]):
+    for a, b in orders:
         chain.used = []
-        first = _log_term(chain, a.id, at)
+        first = _log_term(chain, a.id, at, negated)
         second = _complement_term(chain, b.id, at) if first else None
         if (
             first
@@ -301,7 +317,7 @@ def log_likelihood(chain: Chain, t_value, at: int):
             if z is None or y in (p, a.id, b.id) or z == p:
                 continue
             if chain.untouched([z, y, p, a.id, b.id], min(chain.used), at):
-                return z, y, p, a.id, b.id
+                return z, y, p, a.id, b.id, negated
     return None
 
 
