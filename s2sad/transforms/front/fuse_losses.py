@@ -1,4 +1,4 @@
-"""Fuse, loss heads: two written-out losses get their closed-form cotangent.
+"""The ``losses`` pass's matching: two written-out losses get closed-form cotangents.
 
 The Bernoulli log-likelihood of a sigmoid (after normalize)::
 
@@ -16,7 +16,10 @@ The Bernoulli log-likelihood of a sigmoid (after normalize)::
     r = np.mean(t)                  # optional: t.mean(), np.sum(t), t.sum()
 
 becomes ``r = sigmoid_log_likelihood_as_written(z, y, p, a, b, reduce="mean")``
-(``t = ...(z, y, p, a, b)`` without the reduction), and the integer-label
+(``t = ...(z, y, p, a, b)`` without the reduction; ``y`` read twice as two
+names is fine when both read one item, ``ys[t]``).  The negative spelled out,
+``a = (-y) * l1`` or ``a = -(y * l1)`` and ``t = a - b``, becomes the same call
+with ``negated=True`` (the value ``a - b``).  And the integer-label
 negative log-likelihood after a log-softmax::
 
     logp = log_softmax_as_written(x, axis=1)     # fuse.py's, or nn.log_softmax
@@ -27,7 +30,7 @@ becomes ``r = picked_log_softmax_as_written(x, logp, rows, cols, axis=1)``
 (``s2sad/runtime/losses.py``).  Every other statement stays: the calls compute
 the last step from the user's own intermediates, so values are the same to the
 bit.  Their rules send the cotangent to ``z`` (and ``y``) or ``x`` straight, so
-this pass redoes the activity with those operands only: intermediates that
+the pass (``fuse.run_losses``) redoes the activity with those operands only: intermediates that
 nothing else differentiable reads (``p``, ``l1``...; ``logp``) lose their
 backward statements, and ones that something else reads keep theirs.
 
