@@ -3,8 +3,9 @@
 Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
-              -> activity -> aliasing -> shifts -> fuse -> reverse -> cleanup -> assemble
-              -> spreads -> buffers -> scalar -> substitute -> methods (per function)
+              -> activity -> aliasing -> shifts -> fuse -> losses -> reverse -> cleanup
+              -> assemble -> spreads -> buffers -> scalar -> substitute -> methods
+              (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
               -> aliasing -> forward -> cleanup -> assemble       (per function)
@@ -60,6 +61,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("aliasing", reverse.aliasing, BOTH),  # forward mode rebinds as well
     ("shifts", shifts.run, (REVERSE,)),
     ("fuse", fuse.run, (REVERSE,)),
+    ("losses", fuse.run_losses, (REVERSE,)),
     ("reverse", reverse.differentiate, (REVERSE,)),
     ("forward", forward.differentiate, (FORWARD,)),
     ("cleanup", reverse.cleanup, (REVERSE,)),
@@ -77,7 +79,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 #: step helpers, fused kernels): skipped for calls with arrays of other libraries
 #: (``Options.buffers == "foreign"``: Dask, torch, CuPy, Array API), whose code
 #: runs as written
-NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "methods", "spreads"})
+NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "losses", "methods", "spreads"})
 
 #: (name, pass, modes), over the whole module once every function is compiled
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [

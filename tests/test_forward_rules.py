@@ -23,6 +23,7 @@ from s2sad.runtime import (
     contractions,
     indexing,
     joining,
+    losses,
     nn,
     pyfuncs,
     reductions,
@@ -402,9 +403,13 @@ def test_dict_of_pairs():
     """(Keys are strings, so the tangent and the differences are built by hand.)"""
     a, b = rnd(2), rnd()
     ta, tb = _random_like(a), _random_like(b)
-    got = tangents.pushforward(builtins.dict, 0, [(None, ta), (None, tb)], [("a", a), ("b", b)])
+    got = tangents.pushforward(
+        builtins.dict, 0, [(None, ta), (None, tb)], [("a", a), ("b", b)]
+    )
     _compare(got, {"a": ta, "b": tb}, "dict")
-    got = tangents.pushforward(builtins.dict, 0, [(None, ta), None], [("a", a), ("b", b)])
+    got = tangents.pushforward(
+        builtins.dict, 0, [(None, ta), None], [("a", a), ("b", b)]
+    )
     _compare(got, {"a": ta, "b": None}, "dict")
 
 
@@ -432,6 +437,10 @@ def test_nn():
     check_jvp(nn.log_softmax, rnd(3, 4), 0)
     check_jvp(activations.log_softmax_as_written, rnd(3, 4), 1)
     check_jvp(activations.log_softmax_as_written, rnd(2, 3, 4), None)
+    for reduce in (None, "mean", "sum"):  # z, y, p, first, second
+        check_jvp(losses.sigmoid_log_likelihood_as_written, *SIGMOID_LL, reduce)
+        check_jvp(losses.sigmoid_log_likelihood_as_written, *SIGMOID_LL, reduce, True)
+    check_jvp(losses.picked_log_softmax_as_written, *PICKED, 1, "sum")
     check_jvp(nn.softmax_cross_entropy, rnd(3, 4), labels)
     check_jvp(nn.binary_cross_entropy_with_logits, rnd(3, 4), pos(3, 4) / 2)
     check_jvp(nn.dense, rnd(2, 3), rnd(3, 4), rnd(4))
@@ -472,6 +481,21 @@ def _rule_args(rule, *args, **kwargs):
     return (_random_like(ans), ans, *args)
 
 
+def _sigmoid_ll():
+    """z (3,), y (2, 1) broadcast against p, and the two terms (2, 3)."""
+    z, y = rnd(3), pos(2, 1) / 2.5
+    p = 1.0 / (1.0 + np.exp(-z))
+    return z, y, p, y * np.log(p), (1.0 - y) * np.log(1.0 - p)
+
+
+def _picked():
+    x = rnd(3, 4)
+    logp = x - np.log(np.sum(np.exp(x), axis=1, keepdims=True))
+    return x, logp, np.arange(3), np.array([1, 3, 0])
+
+
+SIGMOID_LL, PICKED = _sigmoid_ll(), _picked()
+
 rule_primal = {
     reductions.d_sum: np.sum, reductions.d_mean: np.mean, reductions.d_max: np.max,
     statistics.d_var: np.var, statistics.d_std: np.std, reductions.d_logsumexp: logsumexp,
@@ -488,6 +512,9 @@ rule_primal = {
     activations.d_softmax: nn.softmax, activations.d_dense: nn.dense, nn.d_conv1d: nn.conv1d,
     nn.d_binary_cross_entropy_with_logits: nn.binary_cross_entropy_with_logits,
     activations.d_relu: nn.relu, steps.d_stepwise_matmul: steps.stepwise_matmul,
+    losses.d_sigmoid_log_likelihood: losses.sigmoid_log_likelihood_as_written,
+    losses.d_sigmoid_log_likelihood_z: losses.sigmoid_log_likelihood_as_written,
+    losses.d_picked_log_softmax: losses.picked_log_softmax_as_written,
     steps.d_stepwise_matmul_lhs: steps.stepwise_matmul,
     steps.d_stepwise_matmul_rhs: steps.stepwise_matmul,
 }  # fmt: skip
@@ -515,6 +542,12 @@ RULE_CASES = [
     (steps.d_stepwise_matmul_lhs, (rnd(3, 4, 2), rnd(2, 5), 1, range(1, 3))),
     (steps.d_stepwise_matmul_rhs, (rnd(3, 4, 2), rnd(2, 5), 0, range(2))),
     (steps.d_stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(4))),
+    (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "mean")),
+    (losses.d_sigmoid_log_likelihood_z, (*SIGMOID_LL, "mean")),
+    (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "sum", True)),
+    (losses.d_sigmoid_log_likelihood_z, SIGMOID_LL),
+    (losses.d_picked_log_softmax, (*PICKED, 1)),
+    (losses.d_picked_log_softmax, (*PICKED[:2], np.array([0, 0, 2]), PICKED[3], 1)),
 ]  # fmt: skip
 
 
@@ -572,6 +605,8 @@ def _tested_primals() -> set:
         nn.softmax,
         nn.log_softmax,
         activations.log_softmax_as_written,
+        losses.sigmoid_log_likelihood_as_written,
+        losses.picked_log_softmax_as_written,
         nn.softmax_cross_entropy,
         nn.binary_cross_entropy_with_logits,
         nn.dense,

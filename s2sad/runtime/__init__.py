@@ -23,6 +23,7 @@ RULE_MODULES = (
     "indexing",
     "joining",
     "linalg",
+    "losses",
     "masked",
     "nn",
     "objects",
