@@ -170,19 +170,17 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_3 = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        g_add_2 = None
         if g_h is not None:
-            mul_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_2"))
-            g_add_2 = accumulate(g_add_2, mul_2, out=ws.take("g_add_2"))
+            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2"))
         g_h = None
         h = tape.pop()
+        g_add_1 = None
+        g_params_item_3 = None
         if g_add_2 is not None:
-            g_add_1 = accumulate(
-                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1")
-            )
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3"),
+            g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1"))
+            g_params_item_3 = unbroadcast(
+                g_add_2, params_item_3, out=ws.take("g_params_item_3")
             )
         g_add_2 = None
         if g_params_item_3 is not None:
@@ -196,26 +194,22 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             g_params = accumulate(g_params, ct_params_1, out=ws.take("g_params.3"))
         g_params_item_3 = None
         params_item_3 = tape.pop()
+        g_matmul = None
+        g_matmul_1 = None
         if g_add_1 is not None:
-            g_matmul = accumulate(
-                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul")
-            )
-            g_matmul_1 = accumulate(
-                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1")
-            )
+            g_matmul = unbroadcast(g_add_1, matmul, out=ws.take("g_matmul"))
+            g_matmul_1 = unbroadcast(g_add_1, matmul_1, out=ws.take("g_matmul_1"))
         g_add_1 = None
         add_1 = tape.pop()
         g_h = None
+        g_params_item_2 = None
         if g_matmul_1 is not None:
-            g_h, ct_params_item_2 = d_matmul(
+            g_h, g_params_item_2 = d_matmul(
                 g_matmul_1,
                 matmul_1,
                 h,
                 params_item_2,
-                into=(ws.take("g_h.2"), ws.take("ct_params_item_2")),
-            )
-            g_params_item_2 = accumulate(
-                g_params_item_2, ct_params_item_2, out=ws.take("g_params_item_2")
+                into=(ws.take("g_h.2"), ws.take("g_params_item_2")),
             )
         g_matmul_1 = None
         matmul_1 = tape.pop()
@@ -230,13 +224,11 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             g_params = accumulate(g_params, ct_params_2, out=ws.take("g_params.4"))
         g_params_item_2 = None
         params_item_2 = tape.pop()
+        g_params_item_1 = None
         if g_matmul is not None:
-            ct_params_item_1 = d_matmul_rhs(
-                g_matmul, matmul, xt, params_item_1, into=(ws.take("ct_params_item_1"),)
+            g_params_item_1 = d_matmul_rhs(
+                g_matmul, matmul, xt, params_item_1, into=(ws.take("g_params_item_1"),)
             )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
-            )
         g_matmul = None
         matmul = tape.pop()
         if g_params_item_1 is not None:
@@ -252,21 +244,24 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         params_item_1 = tape.pop()
         # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
         xt = tape.pop()
+    g_add_1 = None
+    g_add_2 = None
+    g_matmul = None
+    g_params_item_1 = None
+    g_params_item_3 = None
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        g_add_2 = None
         if g_h is not None:
-            mul_3 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_3"))
-            g_add_2 = accumulate(g_add_2, mul_3, out=ws.take("g_add_2.2"))
+            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2.2"))
         g_h = None
         h = tape.pop()
+        g_add_1 = None
+        g_params_item_3 = None
         if g_add_2 is not None:
-            g_add_1 = accumulate(
-                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1.2")
-            )
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3.2"),
+            g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1.2"))
+            g_params_item_3 = unbroadcast(
+                g_add_2, params_item_3, out=ws.take("g_params_item_3.2")
             )
         g_add_2 = None
         if g_params_item_3 is not None:
@@ -280,50 +275,37 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             g_params = accumulate(g_params, ct_params_4, out=ws.take("g_params.6"))
         g_params_item_3 = None
         params_item_3 = tape.pop()
+        g_matmul = None
+        g_matmul_1 = None
         if g_add_1 is not None:
-            g_matmul = accumulate(
-                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul.2")
-            )
-            g_matmul_1 = accumulate(
-                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1.2")
-            )
+            g_matmul = unbroadcast(g_add_1, matmul, out=ws.take("g_matmul.2"))
+            g_matmul_1 = unbroadcast(g_add_1, matmul_1, out=ws.take("g_matmul_1.2"))
         g_add_1 = None
         add_1 = tape.pop()
         g_matmul_1 = None
         matmul_1 = tape.pop()
-        if g_params_item_2 is not None:
-            ct_params_5 = d_getitem(
-                g_params_item_2,
-                params_item_2,
-                params,
-                "Wh",
-                into=(ws.take("ct_params_5"),),
-            )[0]
-            g_params = accumulate(g_params, ct_params_5, out=ws.take("g_params.7"))
         g_params_item_2 = None
         params_item_2 = tape.pop()
+        g_params_item_1 = None
         if g_matmul is not None:
-            ct_params_item_1_1 = d_matmul_rhs(
+            g_params_item_1 = d_matmul_rhs(
                 g_matmul,
                 matmul,
                 xt,
                 params_item_1,
-                into=(ws.take("ct_params_item_1_1"),),
+                into=(ws.take("g_params_item_1.2"),),
             )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
-            )
         g_matmul = None
         matmul = tape.pop()
         if g_params_item_1 is not None:
-            ct_params_6 = d_getitem(
+            ct_params_5 = d_getitem(
                 g_params_item_1,
                 params_item_1,
                 params,
                 "Wx",
-                into=(ws.take("ct_params_6"),),
+                into=(ws.take("ct_params_5"),),
             )[0]
-            g_params = accumulate(g_params, ct_params_6, out=ws.take("g_params.8"))
+            g_params = accumulate(g_params, ct_params_5, out=ws.take("g_params.7"))
         g_params_item_1 = None
         params_item_1 = tape.pop()
         # grad of: xt = x[:, t * CHUNK : (t + 1) * CHUNK]
