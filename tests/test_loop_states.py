@@ -69,7 +69,7 @@ def accumulating(W, x):
 
 def _data(rng, f, n, m):
     """Arguments of ``f`` for a batch of n rows of width m (float64)."""
-    r = lambda *shape: 0.5 * rng.normal(size=shape)  # noqa: E731
+    r = lambda *shape: 0.5 * rng.normal(size=shape)
     if f is rnn:
         return (r(m, m), r(m, m), r(m), r(4, n, m))
     if f is nested:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms.astutil import anno, assign, call, const, name
-from s2sad.transforms.lattice import MAYBE, NONE, join
+from s2sad.transforms.lattice import NONE, join
 from s2sad.transforms.reverse import scalars
 
 
