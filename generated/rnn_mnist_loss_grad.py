@@ -177,28 +177,25 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_x_at_params_item_1 = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        g_add_2 = None
         if g_h is not None:
-            mul_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_2"))
-            g_add_2 = accumulate(g_add_2, mul_2, out=ws.take("g_add_2"))
+            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2"))
         g_h = None
         h = tape.pop()
+        g_add_1 = None
         if g_add_2 is not None:
-            g_add_1 = accumulate(
-                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1")
-            )
+            g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1"))
             g_params_item_3 = accumulate(
                 g_params_item_3,
                 unbroadcast(g_add_2, params_item_3),
                 out=ws.take("g_params_item_3"),
             )
         g_add_2 = None
+        g_matmul = None
+        g_matmul_1 = None
         if g_add_1 is not None:
-            g_matmul = accumulate(
-                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul")
-            )
-            g_matmul_1 = accumulate(
-                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1")
-            )
+            g_matmul = unbroadcast(g_add_1, matmul, out=ws.take("g_matmul"))
+            g_matmul_1 = unbroadcast(g_add_1, matmul_1, out=ws.take("g_matmul_1"))
         g_add_1 = None
         add_1 = tape.pop()
         g_h = None
@@ -226,30 +223,30 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul = None
         matmul = tape.pop()
     t = t_old_1
+    g_add_1 = None
+    g_add_2 = None
+    g_matmul = None
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        g_add_2 = None
         if g_h is not None:
-            mul_3 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_3"))
-            g_add_2 = accumulate(g_add_2, mul_3, out=ws.take("g_add_2.2"))
+            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2.2"))
         g_h = None
         h = tape.pop()
+        g_add_1 = None
         if g_add_2 is not None:
-            g_add_1 = accumulate(
-                g_add_1, unbroadcast(g_add_2, add_1), out=ws.take("g_add_1.2")
-            )
+            g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1.2"))
             g_params_item_3 = accumulate(
                 g_params_item_3,
                 unbroadcast(g_add_2, params_item_3),
                 out=ws.take("g_params_item_3.2"),
             )
         g_add_2 = None
+        g_matmul = None
+        g_matmul_1 = None
         if g_add_1 is not None:
-            g_matmul = accumulate(
-                g_matmul, unbroadcast(g_add_1, matmul), out=ws.take("g_matmul.2")
-            )
-            g_matmul_1 = accumulate(
-                g_matmul_1, unbroadcast(g_add_1, matmul_1), out=ws.take("g_matmul_1.2")
-            )
+            g_matmul = unbroadcast(g_add_1, matmul, out=ws.take("g_matmul.2"))
+            g_matmul_1 = unbroadcast(g_add_1, matmul_1, out=ws.take("g_matmul_1.2"))
         g_add_1 = None
         add_1 = tape.pop()
         g_matmul_1 = None
@@ -267,8 +264,9 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_1 = None
     for t_once in reversed(r_once):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
+        g_params_item_1 = None
         if g_x_at_params_item_1 is not None:
-            ct_params_item_1 = d_stepwise_matmul_rhs(
+            g_params_item_1 = d_stepwise_matmul_rhs(
                 g_x_at_params_item_1,
                 x_at_params_item_1,
                 x,
@@ -276,11 +274,8 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 1,
                 r,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                into=(ws.take("ct_params_item_1"),),
+                into=(ws.take("g_params_item_1"),),
             )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
-            )
         g_x_at_params_item_1 = None
         x_at_params_item_1 = tape.pop()
         if g_params_item_3 is not None:

@@ -107,6 +107,14 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
             return g
         if tg is np.ndarray and out is not None and g.ndim >= like.ndim:
             return _sum_into(g, like, out)
+        if (  # a bias's cotangent without a buffer: the rows summed
+            tg is np.ndarray
+            and g.ndim == 2
+            and like.ndim == 1
+            and g.dtype == like.dtype
+            and g.shape[1:] == like.shape
+        ):
+            return np.add.reduce(g, axis=0)
     elif tl is float and tg is np.ndarray and g.ndim:  # a float broadcast: sum all
         # (a vector's one axis is the whole reduction: no axis tuple to build)
         return g.sum() if g.ndim == 1 else g.sum(axis=tuple(range(g.ndim)))
@@ -139,6 +147,13 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
 
 def _sum_into(g: np.ndarray, like: np.ndarray, out: np.ndarray) -> np.ndarray:
     """unbroadcast of an array into ``out`` (which has like's shape and dtype)."""
+    if (  # a bias's cotangent: the rows summed, without the general bookkeeping
+        g.ndim == 2
+        and like.ndim == 1
+        and out.shape == like.shape == g.shape[1:]
+        and out.flags.c_contiguous
+    ):
+        return np.add.reduce(g, axis=0, out=out)
     extra = g.ndim - like.ndim
     tail = g.shape[extra:]
     if (

@@ -384,8 +384,18 @@ def shape_key(values: list) -> tuple | None:
     None when an argument holds a boolean array: indexing with it gives a shape
     that depends on its values, so such calls go without buffers.
     """
-    try:
-        return tuple(_key(v) for v in values)
+    nd = np.ndarray
+    try:  # float arrays, the common case, keyed inline (the same key _key gives)
+        return tuple(
+            [
+                (
+                    (v.shape, v.dtype)
+                    if type(v) is nd and v.dtype.kind in "fc"
+                    else _key(v)
+                )
+                for v in values
+            ]
+        )
     except _Mask:
         return None
 
@@ -412,9 +422,19 @@ def _key(v: Any) -> Any:
     if t is dict:
         return (dict, tuple((k, _key(x)) for k, x in v.items()))
     if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
+        nd = np.ndarray
         return (
             t,
-            tuple([_array_key(x) if type(x) is np.ndarray else _key(x) for x in v]),
+            tuple(
+                [
+                    (
+                        (x.shape, x.dtype)
+                        if type(x) is nd and x.dtype.kind in "fc"
+                        else _key(x)
+                    )
+                    for x in v
+                ]
+            ),
         )
     if isinstance(v, np.generic):
         return (t, v.item()) if v.dtype.kind in "iub" else (t,)

@@ -31,18 +31,13 @@ def test_reverse_cleanup_removes_saves_that_the_backward_sweep_never_reads():
         g_mul = None
         for i in reversed(r):
             # grad of: y = y * 2.0
-            if g_y is not None:
-                g_mul = accumulate(g_mul, g_y)
+            g_mul = g_y
             g_y = None
             y = tape.pop()
-            g_y = None
-            if g_mul is not None:
-                g_y = unbroadcast(g_mul * 2.0, y)
+            g_y = unbroadcast(g_mul * 2.0, y)
             g_mul = None
         # grad of: y = x
-        g_x = None
-        if g_y is not None:
-            g_x = g_y
+        g_x = g_y
     """)
 
 

@@ -53,20 +53,15 @@ def test_reverse_loop_pushes_overwritten_values_and_pops_them_backwards():
         g_mul = None
         for i in reversed(r):
             # grad of: y = y * 2.0
-            if g_y is not None:
-                g_mul = accumulate(g_mul, g_y)
+            g_mul = g_y
             g_y = None
             y = tape.pop()
-            g_y = None
-            if g_mul is not None:
-                g_y = unbroadcast(g_mul * 2.0, y)
+            g_y = unbroadcast(g_mul * 2.0, y)
             g_mul = None
             mul = tape.pop()
         i = i_old
         # grad of: y = x
-        g_x = None
-        if g_y is not None:
-            g_x = g_y
+        g_x = g_y
         g_y = None
         y = y_old
     """)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms.astutil import anno, assign, call, const, name
-from s2sad.transforms.lattice import MAYBE, NONE, join
+from s2sad.transforms.lattice import NONE, join
 from s2sad.transforms.reverse import scalars
 
 
@@ -81,14 +81,11 @@ def _loop(rv, s: ast.For | ast.While, in_loop: bool):
         for g in touched:
             if rv.state.get(g, NONE) == NONE:
                 pre.append(assign(g, const(None)))
-        if rv.numbers:  # scalar code: each cotangent's state at the loop's head
-            body = scalars.loop_body(rv, touched, body_bwd)
-        else:
-            for g in touched:
-                rv.state[g] = MAYBE
-            body = body_bwd()
-            for g in touched:
-                rv.state[g] = MAYBE
+        # each cotangent's state at the loop's head, to a fixed point: one reset
+        # at the end of the body (a name assigned again) is None at the head too,
+        # so its first contribution is bound, not added to None, and no test of
+        # it is emitted (``maybe`` for every one would cost both per iteration)
+        body = scalars.loop_body(rv, touched, body_bwd)
         count = anno(s).get("count")
         post = [fc.restore(target, saved_target)] if saved_target else []
         if not body:

@@ -40,14 +40,15 @@ def rnn_with_cell_fn_value_and_grad(W, xs, h, g_out=1.0, ws=NO_WORKSPACE):
     g_xs_item = None
     for t in reversed(r):
         # grad of: h = cell(h, xs[t], W)
+        g_cell_1 = None
         if g_h is not None:
-            g_cell_1 = accumulate(g_cell_1, g_h)
+            g_cell_1 = g_h
         g_h = None
         h = tape.pop()
         g_h = None
+        g_xs_item = None
         if g_cell_1 is not None:
-            g_h, ct_xs_item, ct_W = cell_backward(g_cell_1, saved_cell, ws=ws)
-            g_xs_item = accumulate(g_xs_item, ct_xs_item)
+            g_h, g_xs_item, ct_W = cell_backward(g_cell_1, saved_cell, ws=ws)
             g_W = accumulate(g_W, ct_W)
         g_cell_1 = None
         saved_cell = tape.pop()

@@ -56,27 +56,23 @@ def loop_item_assign_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
     g_x_item = None
     for i in reversed(r):
         # grad of: y[i] = x[i] * 2 + np.sum(y)
-        if g_y is not None:
-            g_add = accumulate(
-                g_add, unbroadcast(written_item(g_y, i), add), out=ws.take("g_add")
-            )
-            g_y = without_item(g_y, i)
+        g_add = unbroadcast(written_item(g_y, i), add, out=ws.take("g_add"))
+        g_y = without_item(g_y, i)
         restore_item(y, i, tape.pop())
+        g_mul = None
+        g_sum_1 = None
         if g_add is not None:
-            g_mul = accumulate(g_mul, unbroadcast(g_add, mul), out=ws.take("g_mul"))
-            g_sum_1 = accumulate(
-                g_sum_1, unbroadcast(g_add, sum_1), out=ws.take("g_sum_1")
-            )
+            g_mul = unbroadcast(g_add, mul, out=ws.take("g_mul"))
+            g_sum_1 = unbroadcast(g_add, sum_1, out=ws.take("g_sum_1"))
         g_add = None
         add = tape.pop()
         if g_sum_1 is not None:
             g_y = accumulate(g_y, d_sum(g_sum_1, sum_1, y)[0])
         g_sum_1 = None
         sum_1 = tape.pop()
+        g_x_item = None
         if g_mul is not None:
-            g_x_item = accumulate(
-                g_x_item, unbroadcast(g_mul * 2, x_item), out=ws.take("g_x_item")
-            )
+            g_x_item = unbroadcast(g_mul * 2, x_item, out=ws.take("g_x_item"))
         g_mul = None
         mul = tape.pop()
         if g_x_item is not None:

@@ -47,18 +47,16 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0, ws=NO_WORKSPACE):
     g_xs_item = None
     for t in reversed(r):
         # grad of: h = np.tanh(W @ h + xs[t])
+        g_add = None
         if g_h is not None:
-            mul_3 = np.multiply(g_h, 1.0 - h * h, out=ws.take("mul_3"))
-            g_add = accumulate(g_add, mul_3, out=ws.take("g_add"))
+            g_add = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add"))
         g_h = None
         h = tape.pop()
+        g_matmul = None
+        g_xs_item = None
         if g_add is not None:
-            g_matmul = accumulate(
-                g_matmul, unbroadcast(g_add, matmul), out=ws.take("g_matmul")
-            )
-            g_xs_item = accumulate(
-                g_xs_item, unbroadcast(g_add, xs_item), out=ws.take("g_xs_item")
-            )
+            g_matmul = unbroadcast(g_add, matmul, out=ws.take("g_matmul"))
+            g_xs_item = unbroadcast(g_add, xs_item, out=ws.take("g_xs_item"))
         g_add = None
         if g_xs_item is not None:
             g_xs = add_at_index(g_xs, g_xs_item, xs, t, out=ws.take("g_xs"))

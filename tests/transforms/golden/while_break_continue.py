@@ -56,23 +56,18 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
         if not_:
             if not__1:
                 # grad of: y = y * 0.8 + 0.1 * y * y
-                if g_out is not None:
-                    g_mul = accumulate(g_mul, unbroadcast(g_out, mul))
-                    g_mul_2 = accumulate(g_mul_2, unbroadcast(g_out, mul_2))
+                g_mul = unbroadcast(g_out, mul)
+                g_mul_2 = unbroadcast(g_out, mul_2)
                 g_out = None
                 y = tape.pop()
-                g_out = None
-                if g_mul_2 is not None:
-                    g_mul_1 = accumulate(g_mul_1, unbroadcast(g_mul_2 * y, mul_1))
-                    g_out = unbroadcast(g_mul_2 * mul_1, y)
+                g_mul_1 = unbroadcast(g_mul_2 * y, mul_1)
+                g_out = unbroadcast(g_mul_2 * mul_1, y)
                 g_mul_2 = None
                 mul_2 = tape.pop()
-                if g_mul_1 is not None:
-                    g_out = accumulate(g_out, unbroadcast(g_mul_1 * 0.1, y))
+                g_out = accumulate(g_out, unbroadcast(g_mul_1 * 0.1, y))
                 g_mul_1 = None
                 mul_1 = tape.pop()
-                if g_mul is not None:
-                    g_out = accumulate(g_out, unbroadcast(g_mul * 0.8, y))
+                g_out = accumulate(g_out, unbroadcast(g_mul * 0.8, y))
                 g_mul = None
                 mul = tape.pop()
             # grad of: y = y * 0.8 + 0.1 * y * y
@@ -84,7 +79,5 @@ def while_break_continue_value_and_grad(x, g_out=1.0):
         # grad of: if k > 6:
         cond_1 = tape.pop()
     # grad of: y = x
-    g_x = None
-    if g_out is not None:
-        g_x = g_out
+    g_x = g_out
     return (value, (finalize(g_x, x),))
