@@ -29,6 +29,7 @@ from s2sad.runtime import backend, pytrees
 from s2sad.runtime.finite import (
     check_finite,
 )  # noqa: F401 (emitted code imports it here)
+from s2sad.runtime.refcounts import EXCLUSIVE_REFS, exclusive, fits_in_place
 from s2sad.runtime.workspace import NO_WORKSPACE
 
 __all__ = [
@@ -226,7 +227,7 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
             # a fresh array only the caller's variable sees needs no copy: what
             # exclusive(g) tells, counted here (one call level above it)
             if (
-                sys.getrefcount(g) <= _EXCLUSIVE_REFS
+                sys.getrefcount(g) <= EXCLUSIVE_REFS
                 and g.base is None
                 and g.flags.writeable
             ):
@@ -443,7 +444,12 @@ def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
     """``add(a, b)`` for generated code; two arrays are summed into ``out`` (a
     workspace buffer of the sum's shape and dtype) when one is given.  When no
     other name, view or container can see ``a``, the sum goes into ``a`` itself."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and exclusive(a) and _fits(a, b):
+    if (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and exclusive(a)
+        and fits_in_place(a, b)
+    ):
         a += b
         return a
     if (
@@ -452,55 +458,7 @@ def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
         and type(b) is np.ndarray
         and out.shape == a.shape
         and out.dtype == a.dtype
-        and _fits(a, b)
+        and fits_in_place(a, b)
     ):
         return np.add(a, b, out=out)
     return add(a, b)
-
-
-# -- in-place updates of cotangents nobody else can see ------------------------------
-#
-# ``g_x = accumulate(g_x, c)`` may add into g_x's own buffer when no other name,
-# view or container refers to it: then the update is invisible, exactly like the
-# functional ``g_x + c``, and saves an allocation (and its page faults).  Whether
-# anything else refers to the array is read from its reference count, compared
-# with the count of a calibration call of the same shape.
-
-
-def _count_refs(a: Any, *_: Any) -> int:
-    return sys.getrefcount(a)
-
-
-def _calibrate() -> int:
-    local = np.zeros(1)
-    return _count_refs(local)
-
-
-def _refcounts_are_reliable() -> bool:
-    gil = getattr(sys, "_is_gil_enabled", None)
-    return gil is None or gil()  # free-threaded builds count references differently
-
-
-_EXCLUSIVE_REFS = _calibrate() if _refcounts_are_reliable() else -1
-
-
-def exclusive(a: np.ndarray, extra: int = 0) -> bool:
-    """True when only the caller's one variable refers to ``a`` (called from a helper
-    whose first parameter is ``a``, one level below generated code), besides
-    ``extra`` references the caller knows of (a workspace's own)."""
-    return (
-        sys.getrefcount(a) - 1 - extra <= _EXCLUSIVE_REFS
-        and a.base is None
-        and a.flags.writeable
-    )
-
-
-def _fits(a: np.ndarray, b: Any) -> bool:
-    """``a += b`` keeps a's shape and dtype."""
-    if type(b) is np.ndarray and b.shape == a.shape and b.dtype == a.dtype:
-        return True
-    if np.result_type(a, b) != a.dtype:
-        return False
-    return (
-        np.shape(b) == a.shape or np.broadcast_shapes(np.shape(b), a.shape) == a.shape
-    )
