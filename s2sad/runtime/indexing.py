@@ -5,8 +5,8 @@ The compiler maps every ``x[idx]`` to ``operator.getitem(x, idx)``:
 * array ``x``: the cotangent is zeros shaped like ``x`` with ``g`` written at
   ``idx``.  Basic indices (ints, slices, ``...``, ``None``) and boolean masks
   never repeat an entry and are assigned; integer-array indices may repeat
-  entries, whose cotangents accumulate (``np.add.at``, or ``np.bincount`` for
-  the common case of one integer array on the first axis).
+  entries, whose cotangents accumulate (``np.add.at``; one integer array on
+  the first axis, an embedding lookup, by rounds of distinct rows).
 * list or tuple ``x``: a list of ``None`` with ``g`` at ``idx`` (a slice writes
   the list of cotangents ``g`` into the slice).
 * dict ``x``: ``{idx: g}``.
@@ -62,6 +62,12 @@ def _is_basic(idx: Any) -> bool:
 #: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
 CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 
+#: rows at least ``WIDE`` entries wide, ``SMALL`` entries in all, are scattered
+#: by rounds of distinct rows (see :func:`_scatter_rows`), ``ROUND_CHUNK``
+#: entries per copy; others by ``np.add.at`` alone (faster for narrow rows or
+#: few entries)
+WIDE, SMALL, ROUND_CHUNK = 16, 4096, 65536
+
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
     """Zeros like ``x`` plus ``g`` accumulated at ``x[idx]`` (built in ``out`` if given).
@@ -83,24 +89,83 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
 
 
 def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
-    """``ct[idx] += g`` with repeats accumulated, for an integer array ``idx``.
+    """``ct[idx] += g`` with repeats accumulated, for zeros ``ct`` and an integer
+    array ``idx`` (rows gathered by an embedding lookup).
 
-    Rows gathered by an integer array (an embedding lookup): each row's
-    cotangent is added at flat positions by an unbuffered ``np.add.at``, in
-    chunks, so the position array stays small (smaller chunks cost more calls).
+    Rows of ``WIDE`` entries or more go in rounds: each round picks one
+    position for every distinct row still pending (whichever position an
+    index assignment kept) and copies, then adds, those rows with plain
+    fancy indexing, which cannot collide within a round.  Once a round would
+    place few rows (many repeats), the rest goes to :func:`_add_at_rows`.
+    Each row's sum is the same set of terms as ``np.add.at``'s, but it may
+    be added in another order, so float results can differ in the last bits.
     """
     rows = idx.ravel() % ct.shape[0]
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
+    # rounds need one slot a table row: not for a few rows of a large table
+    wide = (
+        flat.shape[1] >= WIDE and flat.size >= SMALL and ct.shape[0] <= 16 * rows.size
+    )
+    if wide and np.can_cast(flat.dtype, ct.dtype, "same_kind"):
+        _add_at_rows(ct, rows, flat, _distinct_rounds(ct, rows, flat))
+    else:
+        _add_at_rows(ct, rows, flat, None)
+
+
+def _distinct_rounds(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> Any:
+    """The rounds of :func:`_scatter_rows`; returns the positions left for
+    ``np.add.at`` (None: all of them)."""
+    table = ct.reshape(ct.shape[0], -1)  # a view: ct is C-contiguous
+    step = max(1, ROUND_CHUNK // flat.shape[1])
+    slot = np.empty(ct.shape[0], dtype=np.intp)
+    pending = np.arange(rows.size)
+    first = True
+    while pending.size:
+        targets = rows[pending]
+        slot[targets] = pending  # one of the pending positions of each row stays
+        chosen = slot[targets] == pending
+        picks = pending[chosen]
+        if 4 * picks.size < pending.size:  # few distinct rows left
+            return None if first else pending
+        targets = targets[chosen]
+        if first:  # the chunk buffers, once rounds are worth it
+            values = np.empty((min(step, picks.size), flat.shape[1]), flat.dtype)
+            cast = values if flat.dtype == ct.dtype else values.astype(ct.dtype)
+        for start in range(0, picks.size, step):
+            stop = min(start + step, picks.size)
+            part = values[: stop - start]
+            # mode="clip" (picks are in range) writes into part unbuffered
+            np.take(flat, picks[start:stop], axis=0, out=part, mode="clip")
+            if cast is not values:  # values cast to ct's dtype first, as add.at's
+                part = cast[: stop - start]
+                np.copyto(part, values[: stop - start], casting="same_kind")
+            if first:  # ct holds zeros: copy
+                table[targets[start:stop]] = part
+            else:
+                table[targets[start:stop]] += part
+        first = False
+        pending = pending[~chosen]
+    return pending
+
+
+def _add_at_rows(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray, picks) -> None:
+    """``ct[rows[p]] += flat[p]`` for the positions ``p`` in ``picks`` (None: all),
+    by an unbuffered ``np.add.at`` on flat positions in chunks, so the position
+    array stays small (smaller chunks cost more calls)."""
     width = flat.shape[1]
     columns = np.arange(width)
     step = max(1, CHUNK // max(width, 1))
-    positions = np.empty((min(step, rows.size), width), dtype=np.intp)
+    size = rows.size if picks is None else picks.size
+    positions = np.empty((min(step, size), width), dtype=np.intp)
     target = ct.reshape(-1)  # a view: ct is C-contiguous
-    for start in range(0, rows.size, step):
-        chunk = rows[start : start + step]
-        where = positions[: chunk.size]
-        np.add(chunk[:, None] * width, columns, out=where)
-        values = flat[start : start + step].ravel()
+    for start in range(0, size, step):
+        chunk = (
+            slice(start, start + step) if picks is None else picks[start : start + step]
+        )
+        picked = rows[chunk]
+        where = positions[: picked.size]
+        np.add(picked[:, None] * width, columns, out=where)
+        values = flat[chunk].ravel()
         np.add.at(target, where.ravel(), values.astype(ct.dtype, copy=False))
 
 
