@@ -78,6 +78,9 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
         ct = np.zeros_like(x, dtype=_float_dtype(x))
         ct[idx] = g
         return ct
+    if out is not None and out.size >= SMALL and _zero_outside(out, idx):
+        out[idx] = g  # the rest of out was cleared: one write an entry
+        return out
     ct = _float_zeros(x, out)
     if _is_basic(idx):
         ct[idx] = g
@@ -86,6 +89,42 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
     else:
         np.add.at(ct, idx, g)
     return ct
+
+
+def _zero_outside(ct: np.ndarray, idx: Any) -> bool:
+    """Clear the entries of ``ct`` that ``ct[idx]`` does not select, for an index
+    of ints and unit-step slices (``...`` too); False, touching nothing, for any
+    other index.  ``x[:, 2:130, :]`` clears ``x[:, :2, :]`` alone."""
+    parts = idx if type(idx) is tuple else (idx,)
+    dots = [i for i, part in enumerate(parts) if part is Ellipsis]
+    if len(dots) == 1:
+        at = dots[0]
+        fill = (slice(None),) * (ct.ndim - len(parts) + 1)
+        parts = parts[:at] + fill + parts[at + 1 :]
+    if len(parts) > ct.ndim:
+        return False
+    spans = []
+    for part, n in zip(parts, ct.shape):
+        if type(part) is slice and part.step in (None, 1):
+            start, stop, _ = part.indices(n)
+        elif isinstance(part, (int, np.integer)) and not isinstance(
+            part, (bool, np.bool_)
+        ):
+            if not -n <= part < n:
+                return False
+            start = part % n
+            stop = start + 1
+        else:  # None, arrays, masks, other steps
+            return False
+        spans.append((start, stop))
+    prefix: tuple = ()
+    for start, stop in spans:  # before and after the span, within the spans so far
+        if start > 0:
+            ct[prefix + (slice(0, start),)] = 0
+        if stop < ct.shape[len(prefix)]:
+            ct[prefix + (slice(max(stop, 0), None),)] = 0
+        prefix += (slice(start, stop),)
+    return True
 
 
 def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:

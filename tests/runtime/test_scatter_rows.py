@@ -128,3 +128,50 @@ def test_value_and_grad_with_workspaces():
         h = 1e-6
         fd = (embed_loss(E + h * v, W, ids) - embed_loss(E - h * v, W, ids)) / (2 * h)
         assert np.isclose(np.sum(g * v), fd, rtol=1e-7, atol=1e-8)
+
+
+BASIC = [
+    (slice(None), slice(2, 10), slice(None)), 3, -1, (Ellipsis, 4), (1, Ellipsis),
+    (slice(3, 3),), (slice(7, 2),), (slice(1, None), -2, slice(None, 40)),
+    (slice(None, None, 2),), (None, 1), (Ellipsis,), Ellipsis, (),
+    (slice(-3, None), Ellipsis, slice(-5, -1)), (True,), (np.int64(2), slice(1, 4)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("idx", BASIC, ids=str)
+def test_basic_index_into_a_buffer(idx):
+    """Only what x[idx] leaves out is cleared (ints, unit-step slices, ...);
+    other basic indices clear the whole buffer: zeros with g written at idx."""
+    x = RNG.standard_normal((9, 10, 50))
+    want = np.zeros_like(x)
+    want[idx] = 2 * x[idx] + 1
+    for _ in range(2):  # a NaN buffer, then the same buffer again
+        buf = np.full_like(x, np.nan)
+        got = scattered(x, idx, 2 * x[idx] + 1, into=(buf,))
+        assert got is buf
+        np.testing.assert_array_equal(got, want)
+    small = x[:4, :5, :6]  # under SMALL entries: cleared whole, same values
+    np.testing.assert_array_equal(
+        scattered(small, idx, small[idx], into=(np.full_like(small, np.nan),)),
+        scattered(small, idx, small[idx]),
+    )
+
+
+def sliced_loss(x, W):
+    n = x.shape[1] - 2
+    conv = x[:, 0:n, :] @ W[0] + x[:, 1 : n + 1, :] @ W[1] + x[:, 2:, :] @ W[2]
+    return np.sum(np.tanh(conv)) + np.sum(x[..., 3] ** 2)
+
+
+def test_sliced_reads_against_finite_differences():
+    grad = s2sad.value_and_grad(sliced_loss, argnums=(0, 1))
+    x, W = RNG.standard_normal((8, 30, 20)), RNG.standard_normal((3, 20, 4))
+    for _ in range(2):  # workspaces reused
+        value, (gx, gW) = grad(x, W)
+        assert np.isclose(value, sliced_loss(x, W))
+        vx, vW = RNG.standard_normal(x.shape), RNG.standard_normal(W.shape)
+        h = 1e-6
+        fd = (
+            sliced_loss(x + h * vx, W + h * vW) - sliced_loss(x - h * vx, W - h * vW)
+        ) / (2 * h)
+        assert np.isclose(np.sum(gx * vx) + np.sum(gW * vW), fd, rtol=1e-7, atol=1e-8)
