@@ -110,3 +110,16 @@ def test_value_and_grad_against_finite_differences():
             - pool_loss(h - eps * vh, w - eps * vw)
         ) / (2 * eps)
         assert np.isclose(np.sum(gh * vh) + np.sum(gw * vw), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_vector_product():
+    """Second order through the max-pool: H v against differences of gradients."""
+    h = RNG.permutation(8 * 128 * 4).reshape(8, 128, 4) / 500.0 - 0.999
+    w = RNG.standard_normal((64, 3))
+    grad = s2sad.grad(pool_loss, argnums=0)
+    hvp = s2sad.hvp(pool_loss, argnums=0)
+    v = RNG.standard_normal(h.shape)
+    eps = 1e-6
+    want = (grad(h + eps * v, w) - grad(h - eps * v, w)) / (2 * eps)
+    for _ in range(2):
+        np.testing.assert_allclose(hvp(h, w, v), want, rtol=1e-5, atol=1e-7)

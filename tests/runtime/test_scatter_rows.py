@@ -175,3 +175,16 @@ def test_sliced_reads_against_finite_differences():
             sliced_loss(x + h * vx, W + h * vW) - sliced_loss(x - h * vx, W - h * vW)
         ) / (2 * h)
         assert np.isclose(np.sum(gx * vx) + np.sum(gW * vW), fd, rtol=1e-7, atol=1e-8)
+
+
+def test_hessian_vector_product():
+    """Second order through the lookups: H v against differences of gradients."""
+    E, W = RNG.standard_normal((200, 24)), RNG.standard_normal((24, 3))
+    ids = RNG.integers(0, 200, (5, 60))
+    grad = s2sad.grad(embed_loss, argnums=0)
+    v = RNG.standard_normal(E.shape)
+    eps = 1e-6
+    want = (grad(E + eps * v, W, ids) - grad(E - eps * v, W, ids)) / (2 * eps)
+    hvp = s2sad.hvp(embed_loss, argnums=0)
+    for _ in range(2):
+        np.testing.assert_allclose(hvp(E, W, ids, v), want, rtol=1e-5, atol=1e-7)
