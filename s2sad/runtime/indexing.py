@@ -139,7 +139,9 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
     Each row's sum is the same set of terms as ``np.add.at``'s, but it may
     be added in another order, so float results can differ in the last bits.
     """
-    rows = idx.ravel() % ct.shape[0]
+    rows = idx.ravel().astype(np.intp, copy=False)  # flat positions need intp
+    if rows.size and (rows.min() < 0 or rows.max() >= ct.shape[0]):
+        rows = rows % ct.shape[0]  # negative ids (no modulo's cost otherwise)
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
     # rounds need one slot a table row: not for a few rows of a large table
     wide = (
