@@ -66,7 +66,7 @@ CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 #: by rounds of distinct rows (see :func:`_scatter_rows`), ``ROUND_CHUNK``
 #: entries per copy; others by ``np.add.at`` alone (faster for narrow rows or
 #: few entries)
-WIDE, SMALL, ROUND_CHUNK = 16, 4096, 65536
+WIDE, SMALL, ROUND_CHUNK = 16, 4096, 16384
 
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
@@ -139,7 +139,7 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
     Each row's sum is the same set of terms as ``np.add.at``'s, but it may
     be added in another order, so float results can differ in the last bits.
     """
-    rows = idx.ravel().astype(np.intp, copy=False)  # flat positions need intp
+    rows = idx.ravel()  # a view; flat positions are formed in intp by chunks
     if rows.size and (rows.min() < 0 or rows.max() >= ct.shape[0]):
         rows = rows % ct.shape[0]  # negative ids (no modulo's cost otherwise)
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
@@ -155,23 +155,31 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
 
 def _distinct_rounds(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> Any:
     """The rounds of :func:`_scatter_rows`; returns the positions left for
-    ``np.add.at`` (None: all of them)."""
+    ``np.add.at`` (None: all of them).  Scratch memory: a few int32 arrays of
+    the ids' size, one slot a table row, and two chunks of ``ROUND_CHUNK``."""
     table = ct.reshape(ct.shape[0], -1)  # a view: ct is C-contiguous
-    step = max(1, ROUND_CHUNK // flat.shape[1])
-    slot = np.empty(ct.shape[0], dtype=np.intp)
-    pending = np.arange(rows.size)
-    first = True
+    width = flat.shape[1]
+    step = max(1, ROUND_CHUNK // width)
+    small = max(rows.size, ct.shape[0]) < 2**31
+    slot = np.empty(ct.shape[0], dtype=np.int32 if small else np.intp)
+    pending = np.arange(rows.size, dtype=slot.dtype)
+    values = total = None
     while pending.size:
         targets = rows[pending]
         slot[targets] = pending  # one of the pending positions of each row stays
         chosen = slot[targets] == pending
         picks = pending[chosen]
         if 4 * picks.size < pending.size:  # few distinct rows left
-            return None if first else pending
+            return None if values is None else pending
         targets = targets[chosen]
+        pending = pending[~chosen]
+        del chosen
+        first = values is None
         if first:  # the chunk buffers, once rounds are worth it
-            values = np.empty((min(step, picks.size), flat.shape[1]), flat.dtype)
+            values = np.empty((min(step, picks.size), width), flat.dtype)
             cast = values if flat.dtype == ct.dtype else values.astype(ct.dtype)
+        elif total is None:
+            total = np.empty((min(step, picks.size), width), ct.dtype)
         for start in range(0, picks.size, step):
             stop = min(start + step, picks.size)
             part = values[: stop - start]
@@ -180,12 +188,12 @@ def _distinct_rounds(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> Any:
             if cast is not values:  # values cast to ct's dtype first, as add.at's
                 part = cast[: stop - start]
                 np.copyto(part, values[: stop - start], casting="same_kind")
-            if first:  # ct holds zeros: copy
-                table[targets[start:stop]] = part
-            else:
-                table[targets[start:stop]] += part
-        first = False
-        pending = pending[~chosen]
+            rows_here = targets[start:stop]
+            if not first:  # ct's rows so far plus these: no temporary
+                now = total[: stop - start]
+                np.take(table, rows_here, axis=0, out=now, mode="clip")
+                part = np.add(now, part, out=now)
+            table[rows_here] = part  # first round: ct holds zeros there
     return pending
 
 
@@ -203,7 +211,7 @@ def _add_at_rows(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray, picks) -> N
         chunk = (
             slice(start, start + step) if picks is None else picks[start : start + step]
         )
-        picked = rows[chunk]
+        picked = rows[chunk].astype(np.intp, copy=False)
         where = positions[: picked.size]
         np.add(picked[:, None] * width, columns, out=where)
         values = flat[chunk].ravel()

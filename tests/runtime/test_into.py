@@ -284,9 +284,10 @@ def test_getitem_row_gather(dtype):
     assert bound < table.nbytes / 2
     getitem(table, ids, bound=bound)
     getitem(table, ids, dtype=F64, bound=bound)
-    # few repeats: rounds of distinct rows, copied ROUND_CHUNK entries at a time
+    # few repeats: rounds of distinct rows, ROUND_CHUNK entries at a time (the
+    # values and their running sums)
     ids = RNG.integers(0, table.shape[0], (64, 130))
-    rounds = indexing.ROUND_CHUNK * (8 + 4) + bound
+    rounds = indexing.ROUND_CHUNK * 8 * 2 + bound
     assert rounds < table.nbytes / 2
     getitem(table, ids, bound=rounds)
     getitem(table, ids, dtype=F64, bound=rounds)
