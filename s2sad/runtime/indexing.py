@@ -66,7 +66,7 @@ CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 #: by rounds of distinct rows (see :func:`_scatter_rows`), ``ROUND_CHUNK``
 #: entries per copy; others by ``np.add.at`` alone (faster for narrow rows or
 #: few entries)
-WIDE, SMALL, ROUND_CHUNK = 16, 4096, 16384
+WIDE, SMALL, ROUND_CHUNK = 20, 4096, 16384
 
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
@@ -140,8 +140,8 @@ def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
     be added in another order, so float results can differ in the last bits.
     """
     rows = idx.ravel()  # a view; flat positions are formed in intp by chunks
-    if rows.size and (rows.min() < 0 or rows.max() >= ct.shape[0]):
-        rows = rows % ct.shape[0]  # negative ids (no modulo's cost otherwise)
+    if rows.size < 1024 or rows.min() < 0 or rows.max() >= ct.shape[0]:
+        rows = rows % ct.shape[0]  # negative ids (many: two reductions cost less)
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
     # rounds need one slot a table row: not for a few rows of a large table
     wide = (
