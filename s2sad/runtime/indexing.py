@@ -5,8 +5,8 @@ The compiler maps every ``x[idx]`` to ``operator.getitem(x, idx)``:
 * array ``x``: the cotangent is zeros shaped like ``x`` with ``g`` written at
   ``idx``.  Basic indices (ints, slices, ``...``, ``None``) and boolean masks
   never repeat an entry and are assigned; integer-array indices may repeat
-  entries, whose cotangents accumulate (``np.add.at``, or ``np.bincount`` for
-  the common case of one integer array on the first axis).
+  entries, whose cotangents accumulate (``np.add.at``; one integer array on
+  the first axis, an embedding lookup, by rounds of distinct rows).
 * list or tuple ``x``: a list of ``None`` with ``g`` at ``idx`` (a slice writes
   the list of cotangents ``g`` into the slice).
 * dict ``x``: ``{idx: g}``.
@@ -62,6 +62,12 @@ def _is_basic(idx: Any) -> bool:
 #: entries per ``np.add.at`` call of a row scatter: bounds its index array (512 KiB)
 CHUNK = 16384  # positions per add.at call: a 128 KiB index array
 
+#: rows at least ``WIDE`` entries wide, ``SMALL`` entries in all, are scattered
+#: by rounds of distinct rows (see :func:`_scatter_rows`), ``ROUND_CHUNK``
+#: entries per copy; others by ``np.add.at`` alone (faster for narrow rows or
+#: few entries)
+WIDE, SMALL, ROUND_CHUNK = 20, 4096, 16384
+
 
 def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarray:
     """Zeros like ``x`` plus ``g`` accumulated at ``x[idx]`` (built in ``out`` if given).
@@ -72,6 +78,9 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
         ct = np.zeros_like(x, dtype=_float_dtype(x))
         ct[idx] = g
         return ct
+    if out is not None and out.size >= SMALL and _zero_outside(out, idx):
+        out[idx] = g  # the rest of out was cleared: one write an entry
+        return out
     ct = _float_zeros(x, out)
     if _is_basic(idx):
         ct[idx] = g
@@ -82,25 +91,130 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
     return ct
 
 
-def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
-    """``ct[idx] += g`` with repeats accumulated, for an integer array ``idx``.
+def _zero_outside(ct: np.ndarray, idx: Any) -> bool:
+    """Clear the entries of ``ct`` that ``ct[idx]`` does not select, for an index
+    of ints and unit-step slices (``...`` too); False, touching nothing, for any
+    other index.  ``x[:, 2:130, :]`` clears ``x[:, :2, :]`` alone."""
+    parts = idx if type(idx) is tuple else (idx,)
+    dots = [i for i, part in enumerate(parts) if part is Ellipsis]
+    if len(dots) == 1:
+        at = dots[0]
+        fill = (slice(None),) * (ct.ndim - len(parts) + 1)
+        parts = parts[:at] + fill + parts[at + 1 :]
+    if len(parts) > ct.ndim:
+        return False
+    spans = []
+    for part, n in zip(parts, ct.shape):
+        if type(part) is slice and part.step in (None, 1):
+            start, stop, _ = part.indices(n)
+        elif isinstance(part, (int, np.integer)) and not isinstance(
+            part, (bool, np.bool_)
+        ):
+            if not -n <= part < n:
+                return False
+            start = part % n
+            stop = start + 1
+        else:  # None, arrays, masks, other steps
+            return False
+        spans.append((start, stop))
+    prefix: tuple = ()
+    for start, stop in spans:  # before and after the span, within the spans so far
+        if start > 0:
+            ct[prefix + (slice(0, start),)] = 0
+        if stop < ct.shape[len(prefix)]:
+            ct[prefix + (slice(max(stop, 0), None),)] = 0
+        prefix += (slice(start, stop),)
+    return True
 
-    Rows gathered by an integer array (an embedding lookup): each row's
-    cotangent is added at flat positions by an unbuffered ``np.add.at``, in
-    chunks, so the position array stays small (smaller chunks cost more calls).
+
+def _scatter_rows(ct: np.ndarray, idx: np.ndarray, g: Any) -> None:
+    """``ct[idx] += g`` with repeats accumulated, for zeros ``ct`` and an integer
+    array ``idx`` (rows gathered by an embedding lookup).
+
+    Rows of ``WIDE`` entries or more go in rounds: each round picks one
+    position for every distinct row still pending (whichever position an
+    index assignment kept) and copies, then adds, those rows with plain
+    fancy indexing, which cannot collide within a round.  Once a round would
+    place few rows (many repeats), the rest goes to :func:`_add_at_rows`.
+    Each row's sum is the same set of terms as ``np.add.at``'s, but it may
+    be added in another order, so float results can differ in the last bits.
     """
-    rows = idx.ravel() % ct.shape[0]
+    rows = idx.ravel()  # a view; flat positions are formed in intp by chunks
+    if rows.size < 1024 or rows.min() < 0 or rows.max() >= ct.shape[0]:
+        rows = rows % ct.shape[0]  # negative ids (many: two reductions cost less)
     flat = np.reshape(np.broadcast_to(g, idx.shape + ct.shape[1:]), (rows.size, -1))
+    # rounds need one slot a table row: not for a few rows of a large table
+    wide = (
+        flat.shape[1] >= WIDE and flat.size >= SMALL and ct.shape[0] <= 16 * rows.size
+    )
+    if wide and np.can_cast(flat.dtype, ct.dtype, "same_kind"):
+        _add_at_rows(ct, rows, flat, _distinct_rounds(ct, rows, flat))
+    else:
+        _add_at_rows(ct, rows, flat, None)
+
+
+def _distinct_rounds(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> Any:
+    """The rounds of :func:`_scatter_rows`; returns the positions left for
+    ``np.add.at`` (None: all of them).  Scratch memory: a few int32 arrays of
+    the ids' size, one slot a table row, and two chunks of ``ROUND_CHUNK``."""
+    table = ct.reshape(ct.shape[0], -1)  # a view: ct is C-contiguous
+    width = flat.shape[1]
+    step = max(1, ROUND_CHUNK // width)
+    small = max(rows.size, ct.shape[0]) < 2**31
+    slot = np.empty(ct.shape[0], dtype=np.int32 if small else np.intp)
+    pending = np.arange(rows.size, dtype=slot.dtype)
+    values = total = None
+    while pending.size:
+        targets = rows[pending]
+        slot[targets] = pending  # one of the pending positions of each row stays
+        chosen = slot[targets] == pending
+        picks = pending[chosen]
+        if 4 * picks.size < pending.size:  # few distinct rows left
+            return None if values is None else pending
+        targets = targets[chosen]
+        pending = pending[~chosen]
+        del chosen
+        first = values is None
+        if first:  # the chunk buffers, once rounds are worth it
+            values = np.empty((min(step, picks.size), width), flat.dtype)
+            cast = values if flat.dtype == ct.dtype else values.astype(ct.dtype)
+        elif total is None:
+            total = np.empty((min(step, picks.size), width), ct.dtype)
+        for start in range(0, picks.size, step):
+            stop = min(start + step, picks.size)
+            part = values[: stop - start]
+            # mode="clip" (picks are in range) writes into part unbuffered
+            np.take(flat, picks[start:stop], axis=0, out=part, mode="clip")
+            if cast is not values:  # values cast to ct's dtype first, as add.at's
+                part = cast[: stop - start]
+                np.copyto(part, values[: stop - start], casting="same_kind")
+            rows_here = targets[start:stop]
+            if not first:  # ct's rows so far plus these: no temporary
+                now = total[: stop - start]
+                np.take(table, rows_here, axis=0, out=now, mode="clip")
+                part = np.add(now, part, out=now)
+            table[rows_here] = part  # first round: ct holds zeros there
+    return pending
+
+
+def _add_at_rows(ct: np.ndarray, rows: np.ndarray, flat: np.ndarray, picks) -> None:
+    """``ct[rows[p]] += flat[p]`` for the positions ``p`` in ``picks`` (None: all),
+    by an unbuffered ``np.add.at`` on flat positions in chunks, so the position
+    array stays small (smaller chunks cost more calls)."""
     width = flat.shape[1]
     columns = np.arange(width)
     step = max(1, CHUNK // max(width, 1))
-    positions = np.empty((min(step, rows.size), width), dtype=np.intp)
+    size = rows.size if picks is None else picks.size
+    positions = np.empty((min(step, size), width), dtype=np.intp)
     target = ct.reshape(-1)  # a view: ct is C-contiguous
-    for start in range(0, rows.size, step):
-        chunk = rows[start : start + step]
-        where = positions[: chunk.size]
-        np.add(chunk[:, None] * width, columns, out=where)
-        values = flat[start : start + step].ravel()
+    for start in range(0, size, step):
+        chunk = (
+            slice(start, start + step) if picks is None else picks[start : start + step]
+        )
+        picked = rows[chunk].astype(np.intp, copy=False)
+        where = positions[: picked.size]
+        np.add(picked[:, None] * width, columns, out=where)
+        values = flat[chunk].ravel()
         np.add.at(target, where.ravel(), values.astype(ct.dtype, copy=False))
 
 

@@ -65,6 +65,15 @@ def d_reshape(g, ans, x, *shape, into=None, **kwargs):
     the bufferless rule would allocate: a C-order reshape that must copy ``g``
     (a transposed or broadcast g) or that casts it to x's dtype.
     """
+    if (
+        type(g) is np.ndarray
+        and type(x) is np.ndarray
+        and g.dtype == x.dtype
+        and g.flags.c_contiguous
+        and not kwargs
+        and not any(type(r) is str for r in shape)
+    ):  # C order, no cast: always a view of g (about 0.4 us, not 2)
+        return (g.reshape(x.shape),)
     order = _order(shape[1:], kwargs)
     buf = _reshape_buffer(g, x, order, into)
     if buf is not None:

@@ -277,11 +277,20 @@ def test_getitem_row_gather(dtype):
     table = rand((20000, 50), dtype)
     ids = RNG.integers(0, 2000, (64, 130))
     chunk = indexing.CHUNK * (8 + 4)  # positions (intp) and a cast values chunk
-    # plus the wrapped row numbers and the buffers of a broadcasting ufunc
-    bound = chunk + ids.size * 8 + 2 * CAST + SLACK
+    # plus the wrapped row numbers and the buffers of a broadcasting ufunc, and
+    # the probe for distinct rows (positions, their rows, one slot a table row)
+    probe = 3 * ids.size * 8 + table.shape[0] * 8
+    bound = chunk + ids.size * 8 + probe + 2 * CAST + SLACK
     assert bound < table.nbytes / 2
     getitem(table, ids, bound=bound)
     getitem(table, ids, dtype=F64, bound=bound)
+    # few repeats: rounds of distinct rows, ROUND_CHUNK entries at a time (the
+    # values and their running sums)
+    ids = RNG.integers(0, table.shape[0], (64, 130))
+    rounds = indexing.ROUND_CHUNK * 8 * 2 + bound
+    assert rounds < table.nbytes / 2
+    getitem(table, ids, bound=rounds)
+    getitem(table, ids, dtype=F64, bound=rounds)
     few = (-ids[0]).tolist()  # a list of negative ids
     getitem(table, few, bound=len(few) * 50 * 8 + 2 * CAST + SLACK)
 
