@@ -428,7 +428,23 @@ def _key(v: Any) -> Any:
     if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
         return (t, _items_key(v))
     if t is dict:
-        return (dict, tuple([(k, _key(x)) for k, x in v.items()]))
+        nd = np.ndarray
+        return (
+            dict,
+            tuple(
+                [
+                    (
+                        k,
+                        (
+                            (x.shape, x.dtype)
+                            if type(x) is nd and x.dtype.kind in "fc"
+                            else _key(x)
+                        ),
+                    )
+                    for k, x in v.items()
+                ]
+            ),
+        )
     if t is float or t is complex:
         return t
     if t is int or t is bool or t is str or v is None:
