@@ -107,15 +107,23 @@ def test_alternating_signatures_go_the_slow_way_and_stay_right():
         _data(rng, dtype=np.float32),  # another dtype
         _data(rng, d=20),
     ]
+    kept = []
     for W, b, x in calls + calls + calls:
         slow = _binds(vg)
         _, grads = vg(W, b, x)
+        kept.append((grads, [g.copy() for g in grads]))
         x64 = [W.astype(np.float64), b.astype(np.float64), x.astype(np.float64)]
         want = numerical_grad(net, x64, (0, 1))
         tol = 1e-6 if W.dtype == np.float64 else 2e-3
         _check(grads, want, rtol=tol, atol=tol * 1e-2)
         assert grads[0].dtype == W.dtype
         assert len(slow) == 1  # the signature changed on every call
+    for grads, copies in kept:  # the caller's: no later call wrote into them
+        _check(grads, copies, rtol=0, atol=0)
+    for W, b, x in calls[:1] * 4:  # warm again after the alternation
+        _, grads = vg(W, b, x)
+    assert vg._warm is not None
+    _check(grads, numerical_grad(net, [W, b, x], (0, 1)))
 
 
 def test_changed_int_argument_and_list_for_an_array():
