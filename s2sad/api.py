@@ -38,7 +38,14 @@ from s2sad.errors import (
     S2SADError,
     full_tracebacks,
 )
-from s2sad.fastpath import fast_entry, small_floats
+from s2sad.fastpath import (
+    MISS,
+    fast_failed,
+    fast_result,
+    remember,
+    small_floats,
+    warm_call,
+)
 from s2sad.logs import describe
 from s2sad.logs import logger as log
 from s2sad.options import Options, debug_nans_from_env
@@ -117,6 +124,8 @@ class GradientFunction(CompiledModule):
         #: emitted function, no binding, checking or signature work; None until
         #: such a call went well, and whenever another module than the last runs
         self._hot: tuple | None = None
+        #: the warm path of buffered calls like the last one (``fastpath.warm_call``)
+        self._warm: tuple | None = None
         self._lock = threading.Lock()
         self._last = None
         # updated=(): copying fun.__dict__ would overwrite this object's own state
@@ -186,7 +195,7 @@ class GradientFunction(CompiledModule):
                     entry = (fn, path, source, pool)
                     self._compiled[sig] = entry
         if entry is not self._last:
-            self._hot = None  # the fast path is the last module's only
+            self._hot = self._warm = None  # the fast paths are the last module's
         self._last = entry
         return entry
 
@@ -214,14 +223,19 @@ class GradientFunction(CompiledModule):
             try:
                 value, grads = hot[1](*args)
             except Exception as exc:
-                return self._fast_failed(exc, args, out)
+                return fast_failed(self, exc, args, out)
             if type(value) is not float and type(value) is not np.float64:
                 check_scalar(self, value)
             if out is not None:
-                return self._fast_result(value, grads, out)
+                return fast_result(self, value, grads, out)
             if hot[3]:  # one gradient, not a tuple of them
                 grads = grads[0]
             return (value, grads) if hot[4] else grads
+        warm = self._warm  # buffered calls like the last one: fastpath.warm_call
+        if warm is not None and out is None and not kwargs:
+            result = warm_call(self, warm, args)
+            if result is not MISS:
+                return result
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
@@ -247,44 +261,13 @@ class GradientFunction(CompiledModule):
             value, aux = value
         check_scalar(self, value)
         if not kwargs and not self.has_aux:
-            self._remember_fast(args)
+            remember(self, args)
         if self._single:
             grads = grads[0]
         if out is not None:
             grads = write_into(out, grads)
         if self.has_aux:
             return ((value, aux), grads) if self.with_value else (grads, aux)
-        return (value, grads) if self.with_value else grads
-
-    def _remember_fast(self, args: tuple) -> None:
-        """After a call of Python numbers (and small arrays) that went well, the
-        next calls of the same argument types go straight to the emitted function
-        (see :func:`~s2sad.fastpath.fast_entry`)."""
-        self._hot = fast_entry(
-            self._last,
-            args,
-            len(self._call.names),
-            self._argnums,
-            (self._single, self.with_value),
-        )
-
-    def _fast_failed(self, exc: Exception, args: tuple, out: Any):
-        """The fast path's emitted function raised ``exc``: what ``__call__`` does."""
-        if isinstance(exc, GlobalsChangedError):
-            self._hot = None  # compiled again, the slow way (nothing ran yet)
-            return self(*args, out=out)
-        if isinstance(exc, S2SADError):
-            raise exc
-        value, grads = self._failed(exc, list(args), [], args, {})
-        check_scalar(self, value)
-        return self._fast_result(value, grads, out)
-
-    def _fast_result(self, value: Any, grads: tuple, out: Any):
-        """What a fast call returns (its gradients written into ``out=`` arrays)."""
-        if self._single:
-            grads = grads[0]
-        if out is not None:
-            grads = write_into(out, grads)
         return (value, grads) if self.with_value else grads
 
     def _run(self, values: list, out: Any, seed: list) -> tuple:

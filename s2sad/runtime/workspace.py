@@ -384,20 +384,30 @@ def shape_key(values: list) -> tuple | None:
     None when an argument holds a boolean array: indexing with it gives a shape
     that depends on its values, so such calls go without buffers.
     """
-    nd = np.ndarray
-    try:  # float arrays, the common case, keyed inline (the same key _key gives)
-        return tuple(
-            [
-                (
-                    (v.shape, v.dtype)
-                    if type(v) is nd and v.dtype.kind in "fc"
-                    else _key(v)
-                )
-                for v in values
-            ]
-        )
+    try:
+        return _items_key(values)
     except _Mask:
         return None
+
+
+#: the key of None (as ``_key`` gives it), for ``_items_key``'s inline test
+_NONE_KEY = (type(None), None)
+
+
+def _items_key(values: Any) -> tuple:
+    """The keys of a list or tuple's items: float arrays (the common case) and
+    None (a tape's first entries) inline, the same keys ``_key`` gives."""
+    nd = np.ndarray
+    return tuple(
+        [
+            (
+                (v.shape, v.dtype)
+                if type(v) is nd and v.dtype.kind in "fc"
+                else _NONE_KEY if v is None else _key(v)
+            )
+            for v in values
+        ]
+    )
 
 
 def _array_key(v: np.ndarray) -> tuple:
@@ -415,31 +425,34 @@ def _key(v: Any) -> Any:
     t = type(v)
     if t is np.ndarray:
         return _array_key(v)
-    if t is float or t is complex:
-        return t
-    if t in (int, bool, str) or v is None:
-        return (t, v)
-    if t is dict:
-        return (dict, tuple((k, _key(x)) for k, x in v.items()))
     if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
+        return (t, _items_key(v))
+    if t is dict:
         nd = np.ndarray
         return (
-            t,
+            dict,
             tuple(
                 [
                     (
-                        (x.shape, x.dtype)
-                        if type(x) is nd and x.dtype.kind in "fc"
-                        else _key(x)
+                        k,
+                        (
+                            (x.shape, x.dtype)
+                            if type(x) is nd and x.dtype.kind in "fc"
+                            else _key(x)
+                        ),
                     )
-                    for x in v
+                    for k, x in v.items()
                 ]
             ),
         )
-    if isinstance(v, np.generic):
-        return (t, v.item()) if v.dtype.kind in "iub" else (t,)
+    if t is float or t is complex:
+        return t
+    if t is int or t is bool or t is str or v is None:
+        return (t, v)
     if t is range:
         return (t, v.start, v.stop, v.step)
+    if isinstance(v, np.generic):
+        return (t, v.item()) if v.dtype.kind in "iub" else (t,)
     if t is slice:
         return (t, _key(v.start), _key(v.stop), _key(v.step))
     return (t, id(v))
