@@ -347,6 +347,93 @@ def loop_reset_each_iteration(x, w):
     return np.sum(acc) + np.sum(z)
 
 
+def loop_bound_in_some_iterations(x, w):
+    acc = np.zeros_like(x)
+    z = x * 0.5
+    for t in range(4):
+        if t % 2 == 0:
+            z = np.tanh(x * w + t)  # read again in the next iteration, unbound
+        acc = acc + z * w
+    return np.sum(acc * acc)
+
+
+def loop_read_before_bound(x, w):
+    acc = np.zeros_like(x)
+    z = np.sin(x)
+    for t in range(4):
+        acc = acc + z * w  # the previous iteration's z
+        if t == 1:
+            continue
+        z = np.cos(z * w)
+    return np.sum(acc) + np.sum(z * x)
+
+
+def loop_bound_after_break(x, w):
+    z = x
+    for t in range(4):
+        y = np.tanh(z * w)
+        if t == 2:
+            break
+        z = y + x  # not bound in the last iteration
+    return np.sum(z * y)
+
+
+def loop_nested_inner_reset(x, w):
+    acc = np.zeros_like(x)
+    for t in range(2):
+        z = x * (t + 1.0)
+        for u in range(2):
+            z = np.sin(z * w)  # reset by the outer loop, carried by the inner one
+            acc = acc + z
+    return np.sum(acc * x)
+
+
+def loop_while_reset(x, w):
+    acc = np.zeros_like(x)
+    k = 0
+    while k < 3:
+        z = np.tanh(x * w * (k + 1.0))
+        acc = acc * 0.5 + z
+        k += 1
+    return np.sum(acc * z)
+
+
+def hoist_key_changes(xs, W):
+    params = {"a": W, "b": W * 2.0}
+    keys = ["a", "b"]
+    h = np.zeros((xs.shape[0], W.shape[1]))
+    for t in range(xs.shape[1]):
+        key = keys[t % 2]
+        w = params[key]
+        h = np.tanh(xs[:, t, :] @ w + h)
+    return np.sum(h)
+
+
+def hoist_runs_no_step(xs, W):
+    params = {"W": W}
+    h = np.zeros((xs.shape[0], W.shape[1]))
+    for t in range(xs.shape[1] - 4):  # no step
+        w = params["W"]
+        h = np.tanh(xs[:, t, :] @ w + h)
+    return np.sum(h) + np.sum(W)
+
+
+def slice_step_strided(x, W):
+    h = np.zeros((x.shape[0], W.shape[1]))
+    for t in range(2):
+        xt = x[:, t * 4 : t * 4 + 4 : 2]
+        h = np.tanh(xt @ W + h)
+    return np.sum(h)
+
+
+def slice_step_rows(x, w):
+    s = 0.0
+    for t in range(3):
+        xt = x[t * 2 : t * 2 + 2]
+        s = s + np.sum(np.tanh(xt @ w))
+    return s
+
+
 def _mutate_params(params):
     params["W"] = params["W"] * 0.9
 
@@ -459,6 +546,15 @@ ARRAY_CASES = [
     (loop_while, (rand(3, 4), rand(4))),
     (loop_reset_each_iteration, (rand(3, 4), rand(3, 4))),
     (hoist_self_rebound, (rand(2, 4, 3), rand(3, 5))),
+    (loop_bound_in_some_iterations, (rand(3, 4), rand(4))),
+    (loop_read_before_bound, (rand(3, 4), rand(3, 4))),
+    (loop_bound_after_break, (rand(3, 4), rand(4))),
+    (loop_nested_inner_reset, (rand(3, 4), rand(3, 4))),
+    (loop_while_reset, (rand(3, 4), rand(4))),
+    (hoist_key_changes, (rand(2, 4, 3), rand(3, 3))),
+    (hoist_runs_no_step, (rand(2, 4, 3), rand(3, 5))),
+    (slice_step_strided, (rand(2, 8), rand(2, 3))),
+    (slice_step_rows, (rand(6, 3), rand(3))),
     (slice_step_negative, (rand(2, 8), rand(2, 3))),
     (slice_step_zero, (rand(2, 8), rand(2, 3))),
     (slice_step_changing, (rand(2, 8), rand(2, 3))),
@@ -516,3 +612,65 @@ def test_hoisted_read_of_a_dict_changed_in_the_loop_is_refused_at_its_line(f, wh
         s2sad.grad(f, argnums=(0, 1))(rand(2, 4, 3), rand(3, 5))
     text = str(info.value)
     assert "test_integration_session6.py:" in text and where in text, text
+
+
+
+def picked_big(x):
+    m = np.max(x, axis=1, keepdims=True)
+    s = x - m
+    logp = s - np.log(np.sum(np.exp(s), axis=1, keepdims=True))
+    cols = np.arange(x.shape[0]) % x.shape[1]
+    return -np.mean(logp[np.arange(x.shape[0]), cols])
+
+
+def picked_big_rows_reversed(x):
+    m = np.max(x, axis=1, keepdims=True)
+    s = x - m
+    logp = s - np.log(np.sum(np.exp(s), axis=1, keepdims=True))
+    cols = np.arange(x.shape[0]) % x.shape[1] - 2  # negative labels too
+    return -np.sum(logp[np.arange(x.shape[0])[::-1], cols])
+
+
+def slices_big(x, W):
+    h = np.zeros((x.shape[0], W.shape[1]))
+    for t in range(4):
+        xt = x[:, t * 3 : t * 3 + 3]
+        h = np.tanh(xt @ W + h)
+    return np.sum(h * h)
+
+
+def _directional(f, args, k, v, h=1e-6):
+    plus, minus = list(args), list(args)
+    plus[k], minus[k] = args[k] + h * v, args[k] - h * v
+    return (f(*plus) - f(*minus)) / (2 * h)
+
+
+BIG = [
+    (sum_read_twice, (rand(100, 100), rand(100, 100))),
+    (sigmoid_loss_y_differentiated, (rand(9000), RNG.uniform(0.1, 0.9, 9000))),
+    (sigmoid_loss_y_broadcast, (rand(3000), RNG.uniform(0.1, 0.9, (4, 3000)))),
+    (sigmoid_loss_p_broadcast, (rand(4, 3000), RNG.uniform(0.1, 0.9, 3000))),
+    (sigmoid_loss_in_loop, (rand(9000), RNG.uniform(0.1, 0.9, 9000))),
+    (picked_big, (rand(3000, 4),)),
+    (picked_big_rows_reversed, (rand(3000, 4),)),
+    (loop_ct_read_after, (rand(100, 100), rand(100, 100))),
+    (loop_reset_each_iteration, (rand(100, 100), rand(100, 100))),
+    (slices_big, (rand(900, 12), rand(3, 5))),
+    (methods_max_and_size, (rand(100, 100),)),
+]
+
+
+@pytest.mark.parametrize("f,args", BIG, ids=[c[0].__name__ for c in BIG])
+def test_arrays_above_the_buffer_threshold(f, args):
+    """Arrays above 64 KiB get buffers: three calls (the workspace reused), each
+    gradient checked along random directions against central differences."""
+    nums = tuple(range(len(args)))
+    vg = s2sad.value_and_grad(f, argnums=nums)
+    rng = np.random.default_rng(3)
+    dirs = [rng.standard_normal(np.shape(a)) for a in args]
+    want = [_directional(f, args, k, dirs[k]) for k in nums]
+    for _ in range(3):
+        value, grads = vg(*[np.array(a) for a in args])
+        np.testing.assert_allclose(value, f(*args), rtol=1e-10)
+        got = [float(np.sum(g * d)) for g, d in zip(grads, dirs)]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
