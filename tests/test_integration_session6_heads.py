@@ -483,3 +483,32 @@ def test_fast_path_after_np_is_rebound(tmp_path, monkeypatch):
         np.testing.assert_allclose(
             gr(x, w)[1], np.tanh(x * w) + x * w / np.cosh(x * w) ** 2
         )
+
+
+# -- found by the second-order sweep (seed 6005, program 78, all new forms) --------
+
+
+def mean_of_a_numpy_scalar(x, s):
+    s1 = np.log(s * s + 1.0)  # a NumPy float: the methods pass writes s1.mean()
+    return np.sum(x * np.mean(s1)) + np.max(s1) * np.sum(s1)
+
+
+def method_of_a_numpy_scalar(x, s):
+    s1 = np.log(s * s + 1.0)
+    return np.sum(x * s1.mean()) + s1.sum()
+
+
+@pytest.mark.parametrize("f", [mean_of_a_numpy_scalar, method_of_a_numpy_scalar])
+def test_forward_mode_of_a_method_of_a_numpy_scalar(f):
+    """``s1 = np.log(s * s + 1.0)`` of a Python float ``s`` is a NumPy float, whose
+    tangent is a Python float: forward mode called ``t_s1.mean()`` on it
+    (AttributeError), in ``s2sad.jvp`` and in the derivative of the emitted
+    gradient (where the methods pass had written ``s1.mean()``).  The tangent
+    now takes the receiver's type first (``tangents.method_receiver``)."""
+    x = np.array([0.3, -0.2, 0.5])
+    s2sad.check_grads(f, (x, 0.7), order=2, modes=("rev", "fwd"))
+    value, tangent = s2sad.jvp(f, (x, 0.7), (np.ones(3), 1.0))
+    h = 1e-6
+    want = (f(x + h, 0.7 + h) - f(x - h, 0.7 - h)) / (2 * h)
+    np.testing.assert_allclose(tangent, want, rtol=1e-6)
+    assert value == f(x, 0.7)
