@@ -498,13 +498,22 @@ def method_of_a_numpy_scalar(x, s):
     return np.sum(x * s1.mean()) + s1.sum()
 
 
-@pytest.mark.parametrize("f", [mean_of_a_numpy_scalar, method_of_a_numpy_scalar])
+def attribute_of_a_numpy_scalar(x, s):
+    s1 = np.log(s * s + 1.0)
+    return np.sum(x * s1.T) + s1.reshape(1)[0]
+
+
+@pytest.mark.parametrize(
+    "f",
+    [mean_of_a_numpy_scalar, method_of_a_numpy_scalar, attribute_of_a_numpy_scalar],
+)
 def test_forward_mode_of_a_method_of_a_numpy_scalar(f):
     """``s1 = np.log(s * s + 1.0)`` of a Python float ``s`` is a NumPy float, whose
     tangent is a Python float: forward mode called ``t_s1.mean()`` on it
     (AttributeError), in ``s2sad.jvp`` and in the derivative of the emitted
-    gradient (where the methods pass had written ``s1.mean()``).  The tangent
-    now takes the receiver's type first (``tangents.method_receiver``)."""
+    gradient (where the methods pass had written ``s1.mean()``); ``t_s1.T`` the
+    same.  The tangent now takes the receiver's type first
+    (``tangents.method_receiver``)."""
     x = np.array([0.3, -0.2, 0.5])
     s2sad.check_grads(f, (x, 0.7), order=2, modes=("rev", "fwd"))
     value, tangent = s2sad.jvp(f, (x, 0.7), (np.ones(3), 1.0))
