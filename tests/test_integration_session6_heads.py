@@ -521,3 +521,47 @@ def test_forward_mode_of_a_method_of_a_numpy_scalar(f):
     want = (f(x + h, 0.7 + h) - f(x - h, 0.7 - h)) / (2 * h)
     np.testing.assert_allclose(tangent, want, rtol=1e-6)
     assert value == f(x, 0.7)
+
+
+# -- found while checking the cache key on dicts: ``for k in d`` ---------------------
+
+
+def loop_over_dict_argument(x, d):
+    s = 0.0
+    for k in d:  # the keys: 0 and 1 (s2sad read d[0], d[1], the values)
+        s = s + x[k] * 2.0
+    return s
+
+
+def loop_over_local_dict(x, w):
+    d = {0: x[1] * w, 2: x[0]}
+    s = 0.0
+    for k in d:  # noqa: PLC0206 - the pattern under test
+        s = s + d[k] * x[k]
+    return s
+
+
+def loop_over_nested_dict(x, p):
+    s = 0.0
+    for name in p["layers"]:  # noqa: PLC0206 - the pattern under test
+        s = s + np.sum(x * p["layers"][name])
+    return s
+
+
+def test_loop_over_a_dict_iterates_its_keys():
+    """``for k in d`` over a dict (an argument, a path in one, or a local dict
+    display) iterates the keys, as Python does; s2sad indexed ``d[0], d[1]...``:
+    a silent wrong value and gradient for ``{0: 1, 1: 1}``, a TypeError or a
+    KeyError for other dicts (present before session 6)."""
+    x = np.array([1.0, 2.0, 3.0])
+    value, g = s2sad.value_and_grad(loop_over_dict_argument, argnums=0)(x, {0: 1, 1: 1})
+    assert value == loop_over_dict_argument(x, {0: 1, 1: 1}) == 6.0
+    np.testing.assert_array_equal(g, [2.0, 2.0, 0.0])
+    s2sad.check_grads(loop_over_local_dict, (x, 0.7), order=2, modes=("rev", "fwd"))
+    a, b = np.array([0.3, 0.4]), np.array([1.0, -0.5])
+    p = {"layers": {"a": np.array([1.0, 1.0]), "b": b}}
+    s2sad.check_grads(loop_over_nested_dict, (a, p), order=2, modes=("rev", "fwd"))
+    value, (ga, gp) = s2sad.value_and_grad(loop_over_nested_dict, argnums=(0, 1))(a, p)
+    assert value == loop_over_nested_dict(a, p)
+    np.testing.assert_allclose(ga, [2.0, 0.5])
+    np.testing.assert_allclose(gp["layers"]["b"], a)
