@@ -1,7 +1,8 @@
 """Adversarial programs for the passes merged in session 6 (issue 16, speed): scalar
 code (``substitute``, ``states``), array loops' cotangent states, the hoist pass's
 invariant reads and slice steps.  The loss heads, ``spreads``, ``likes`` and the
-methods pass are in test_integration_session6_heads.py.
+methods pass are in test_integration_session6_heads.py, hoisted slice steps in
+..._steps.py, the cache key and the bugs found in ..._found.py.
 
 Each program sits just outside (or just inside) a pass's preconditions.  Each is
 checked by :func:`s2sad.check_grads` against central finite differences in
