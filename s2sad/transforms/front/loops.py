@@ -6,7 +6,7 @@
                                     s = s + row
 
 ``zip``, ``enumerate``, ``dict.items()`` and other iterables are indexed the same
-way; ``while c:`` recomputes its test at the end of the body and counts its
+way (a dict the compiler knows to be one, ``for k in d``, through its keys); ``while c:`` recomputes its test at the end of the body and counts its
 iterations (``n_iter``) so the backward sweep can replay them.
 """
 
