@@ -47,6 +47,14 @@ def broadcast_like(t: Any, ans: Any) -> Any:
     return current().xp.broadcast_to(as_float(t, ans), shape)
 
 
+def method_receiver(t: Any, x: Any) -> Any:
+    """tangents.method_receiver: a Python-number tangent of an array receiver as
+    an array of its dtype (so that it has the method)."""
+    if type(t) in (float, int) and is_array(x):
+        return current().xp.asarray(t, dtype=x.dtype)
+    return t
+
+
 def zero_entry(ts: Any, k: int) -> tuple:
     """tangents.zero_entry: ``ts`` with entry ``k`` None (zero)."""
     out = list(ts)
@@ -125,5 +133,12 @@ def _named(*fns: Any) -> dict:
 
 #: tangents' helpers -> their versions on the namespace path
 RULES: dict = _named(
-    or_zeros, filled, broadcast_like, zero_entry, finish, jvp_reduction, jvp_scalar
+    or_zeros,
+    filled,
+    broadcast_like,
+    method_receiver,
+    zero_entry,
+    finish,
+    jvp_reduction,
+    jvp_scalar,
 )

@@ -289,6 +289,15 @@ def broadcast_like(t: Any, ans: Any) -> Any:
     return t if np.shape(t) == shape else np.broadcast_to(t, shape)
 
 
+def method_receiver(t: Any, x: Any) -> Any:
+    """The tangent ``t`` of a method's receiver ``x``, able to take the method: a
+    NumPy scalar (``np.log`` of a Python float) has a Python float as tangent,
+    which has no ``.sum()``; it becomes a NumPy scalar of ``x``'s float dtype."""
+    if type(t) in (float, int) and isinstance(x, (np.generic, np.ndarray)):
+        return np.asarray(t, dtype=x.dtype if x.dtype.kind in "fc" else None)[()]
+    return t
+
+
 def zero_entry(ts: Any, k: int) -> tuple:
     """The tuple ``ts`` with entry ``k`` set to None (zero)."""
     out = list(ts)

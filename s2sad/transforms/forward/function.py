@@ -257,13 +257,16 @@ def op_of_value(ff: FunctionForward, v: ast.expr) -> Op | None:
         )
     if isinstance(v, ast.Attribute) and v.attr not in activity.INACTIVE_ATTRS:
         fn = registry.lookup_attribute(v.attr)
-        attr = v.attr
-        return Op(
-            fn,
-            [v.value],
-            lambda a: ast.Attribute(value=a[0], attr=attr, ctx=ast.Load()),
-            node=v,
-        )
+        attr, recv = v.attr, v.value
+
+        def build(a: list) -> ast.Attribute:
+            r = a[0]  # the value, or its tangent (a linear attribute's J t)
+            primal = isinstance(r, ast.Name) and r.id == getattr(recv, "id", None)
+            if isinstance(recv, ast.Name) and not primal:  # see _method_tangent
+                r = call(ff.rule_ref(tangents.method_receiver), r, copy.deepcopy(recv))
+            return ast.Attribute(value=r, attr=attr, ctx=ast.Load())
+
+        return Op(fn, [v.value], build, node=v)
     return None
 
 

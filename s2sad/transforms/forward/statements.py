@@ -204,17 +204,20 @@ def _method_tangent(
             )
         return None
     keywords = v.keywords
-    op = Op(
-        fn,
-        [recv, *v.args],
-        lambda a: ast.Call(
-            func=ast.Attribute(value=a[0], attr=method, ctx=ast.Load()),
+
+    def build(a: list) -> ast.Call:
+        r = a[0]  # the receiver, or its tangent (a linear method's J t)
+        primal = isinstance(r, ast.Name) and r.id == getattr(recv, "id", None)
+        if isinstance(recv, ast.Name) and not primal:
+            # a NumPy scalar's tangent may be a Python float, without the method
+            r = call(ff.rule_ref(tangents.method_receiver), r, copy.deepcopy(recv))
+        return ast.Call(
+            func=ast.Attribute(value=r, attr=method, ctx=ast.Load()),
             args=a[1:],
             keywords=copy.deepcopy(keywords),
-        ),
-        kwargs,
-        v,
-    )
+        )
+
+    op = Op(fn, [recv, *v.args], build, kwargs, v)
     return rule_tangent(ff, op, x, pre)
 
 

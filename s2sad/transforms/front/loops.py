@@ -6,7 +6,7 @@
                                     s = s + row
 
 ``zip``, ``enumerate``, ``dict.items()`` and other iterables are indexed the same
-way; ``while c:`` recomputes its test at the end of the body and counts its
+way (a dict the compiler knows to be one, ``for k in d``, through its keys); ``while c:`` recomputes its test at the end of the body and counts its
 iterations (``n_iter``) so the backward sweep can replay them.
 """
 
@@ -149,6 +149,8 @@ class LoopNormalizer:
         dict_view = _dict_view(it, self)
         if dict_view is not None:
             return self._dict_items(dict_view, it.func.attr, target, out)
+        if self._is_dict(it):  # ``for k in d`` iterates its keys, not d[0], d[1]...
+            return self._dict_items(self.atom(it, out, "seq"), "keys", target, out)
         if isinstance(it, ast.Call):
             it = call("list", it)
         seq = self.atom(it, out, "seq")
@@ -159,6 +161,34 @@ class LoopNormalizer:
             )
 
         return [seq], bind
+
+    def _is_dict(self, it: ast.expr) -> bool:
+        """``it`` is a dict for sure: an argument (or a path in one) whose value the
+        compiler was given is a dict (the cache key tells dicts apart), or a local
+        name only ever bound to dict displays."""
+        rebound = stores(self.parsed.node)
+        if isinstance(_example(it, self.parsed.example_args, rebound), dict):
+            return True
+        if not isinstance(it, ast.Name) or it.id in self.params:
+            return False
+        values = [
+            n.value
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)
+        ]
+        return (
+            bool(values)
+            and len(values)
+            == sum(
+                1
+                for n in ast.walk(self.parsed.node)
+                if isinstance(n, ast.Name)
+                and n.id == it.id
+                and isinstance(n.ctx, ast.Store)
+            )
+            and all(isinstance(v, (ast.Dict, ast.DictComp)) for v in values)
+        )
 
     def _dict_items(self, d, kind, target, out):
         """``for k, v in d.items()`` -> loop over ``list(d.keys())`` reading ``d[k]``."""
@@ -201,6 +231,30 @@ def _dict_view(it: ast.expr, norm: "LoopNormalizer") -> ast.expr | None:
     ):
         return it.func.value
     return None
+
+
+def _example(it: ast.expr, examples: dict, rebound: set):
+    """The value of ``p["layers"].w[0]`` for ``p`` an argument the compiler was
+    given and the function never rebinds (constant items and attributes only);
+    None otherwise."""
+    steps = []
+    while isinstance(it, (ast.Attribute, ast.Subscript)):
+        if isinstance(it, ast.Attribute):
+            steps.append((getattr, it.attr))
+        elif isinstance(it.slice, ast.Constant) and type(it.slice.value) in (int, str):
+            steps.append((lambda v, k: v[k], it.slice.value))
+        else:
+            return None
+        it = it.value
+    if not isinstance(it, ast.Name) or it.id not in examples or it.id in rebound:
+        return None
+    value = examples[it.id]
+    for get, key in reversed(steps):
+        try:
+            value = get(value, key)
+        except (AttributeError, LookupError, TypeError):
+            return None
+    return value
 
 
 def _has_break(body: list[ast.stmt]) -> bool:
