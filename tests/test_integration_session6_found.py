@@ -174,3 +174,26 @@ def test_loop_over_a_dict_iterates_its_keys():
     assert value == loop_over_nested_dict(a, p)
     np.testing.assert_allclose(ga, [2.0, 0.5])
     np.testing.assert_allclose(gp["layers"]["b"], a)
+
+
+def _tuple_concat(x):
+    parts = (x, x * 2.0)
+    more = parts + (x * 3.0,)
+    return np.sum(more[0] * more[2])
+
+
+def _list_repeat(x):
+    parts = [x * 2.0]
+    more = parts * 2
+    return np.sum(more[0] * more[1])
+
+
+def test_sequences_joined_with_plus_or_star_are_refused_with_a_hint():
+    from s2sad.errors import UnsupportedOperationError
+
+    for fn in (_tuple_concat, _list_repeat):
+        with pytest.raises(UnsupportedOperationError) as info:
+            s2sad.grad(fn)(np.arange(3.0))
+        message = str(info.value)
+        assert "('+')" in message and "('*')" in message
+        assert "list.append" in message

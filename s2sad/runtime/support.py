@@ -123,8 +123,9 @@ def unbroadcast(g: Any, like: Any, out: np.ndarray | None = None) -> Any:
         if isinstance(like, (list, tuple)) and len(g) != len(like):
             raise UnsupportedOperationError(
                 f"cotangent of length {len(g)} for a sequence of length {len(like)}: "
-                "concatenating lists or tuples of differentiated values with '+' "
-                "is not supported; build one list with list.append instead"
+                "concatenating ('+') or repeating ('*') lists or tuples of "
+                "differentiated values is not supported; build one list with "
+                "list.append instead"
             )
         return g
     if hasattr(g, "to_dense") and not isinstance(like, (list, tuple, dict)):
