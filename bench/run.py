@@ -326,8 +326,9 @@ NOTES = [
         "every s2sad module in each process (about 40 ms)."
     ),
     (
-        "`s2sad out=` passes `out=` arrays that the caller keeps, so the gradients "
-        "are written in place; `s2sad` returns new arrays."
+        "`s2sad out=` passes `out=` arrays that the caller keeps: the gradients end "
+        "up in them (computed in the workspace, copied at the end); `s2sad` "
+        "returns new arrays."
     ),
 ]
 
