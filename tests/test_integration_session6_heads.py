@@ -12,6 +12,7 @@ import pytest
 
 import s2sad
 from s2sad.runtime import workspace
+from tests.repeated import check_repeated_calls
 
 
 @pytest.fixture(autouse=True)
@@ -208,32 +209,11 @@ def test_reverse_forward_and_second_order(f, args):
     s2sad.check_grads(f, args, order=2, modes=("rev", "fwd"))
 
 
-def numeric_grad(f, args, k, h=1e-6):
-    a = np.array(args[k], dtype=float)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        vals = []
-        for s in (h, -h):
-            b = a.copy()
-            b[i] += s
-            vals.append(f(*[b if j == k else np.array(x) for j, x in enumerate(args)]))
-        g[i] = (vals[0] - vals[1]) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("f,args", ARRAY_CASES, ids=IDS)
 def test_buffered_against_finite_differences(f, args, monkeypatch):
     monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
     monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
-    nums = tuple(range(len(args)))
-    vg = s2sad.value_and_grad(f, argnums=nums)
-    want_value = f(*[np.array(a) for a in args])
-    want = [numeric_grad(f, args, k) for k in nums]
-    for _ in range(3):  # the workspace's buffers are reused from the second call
-        value, grads = vg(*[np.array(a) for a in args])
-        np.testing.assert_allclose(value, want_value, rtol=1e-10)
-        for g, w in zip(grads, want):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+    check_repeated_calls(f, args)
 
 
 # -- the losses pass where its preconditions almost hold --------------------------
@@ -333,14 +313,7 @@ EDGES = [
 @pytest.mark.parametrize("f,args", EDGES, ids=[c[0].__name__ for c in EDGES])
 def test_loss_heads_almost_matched(f, args):
     s2sad.check_grads(f, args, order=2, modes=("rev", "fwd"))
-    nums = tuple(range(len(args)))
-    vg = s2sad.value_and_grad(f, argnums=nums)
-    want = [numeric_grad(f, args, k) for k in nums]
-    for _ in range(2):
-        value, grads = vg(*[np.array(a) for a in args])
-        np.testing.assert_allclose(value, f(*[np.array(a) for a in args]), rtol=1e-12)
-        for g, w in zip(grads, want):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+    check_repeated_calls(f, args, calls=2, value_rtol=1e-12)
 
 
 def sigmoid_loss_float32(z, y):

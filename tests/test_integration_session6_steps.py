@@ -11,6 +11,7 @@ import pytest
 
 import s2sad
 from s2sad.runtime import workspace
+from tests.repeated import check_repeated_calls
 
 
 @pytest.fixture(autouse=True)
@@ -121,29 +122,10 @@ def test_reverse_forward_and_second_order(f, args):
     s2sad.check_grads(f, [a.copy() for a in args], order=2, modes=("rev", "fwd"))
 
 
-def numeric_grad(f, args, k, h=1e-6):
-    a = np.array(args[k], dtype=float)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        vals = []
-        for s in (h, -h):
-            b = a.copy()
-            b[i] += s
-            vals.append(f(*[b if j == k else np.array(x) for j, x in enumerate(args)]))
-        g[i] = (vals[0] - vals[1]) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("f,args", CASES, ids=IDS)
 def test_buffered_against_finite_differences(f, args, monkeypatch):
     monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
     monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
-    vg = s2sad.value_and_grad(f, argnums=(0, 1))
-    want = [numeric_grad(f, args, k) for k in (0, 1)]
-    for _ in range(3):
-        value, grads = vg(*[np.array(a) for a in args])
-        np.testing.assert_allclose(value, f(*[np.array(a) for a in args]), rtol=1e-10)
-        for g, w in zip(grads, want):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+    vg = check_repeated_calls(f, args, argnums=(0, 1))
     if f is not row_steps:  # a row slice is not a step the pass hoists
         assert "stepwise_matmul(" in vg.source
