@@ -46,7 +46,13 @@ def _reduce(value: Any, reduce: str | None) -> Any:
     if reduce is None:
         return value
     if type(value) is np.ndarray:
-        return value.mean() if reduce == "mean" else value.sum()
+        if reduce == "sum":
+            return value.sum()
+        if value.dtype.type is np.float64 and value.size:
+            # what ``mean`` does for float64 (the sum, then one division by the
+            # count), without its Python-level wrapper: the same bits
+            return value.sum() / value.size
+        return value.mean()
     return np.mean(value) if reduce == "mean" else np.sum(value)
 
 
@@ -177,8 +183,26 @@ def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
         type(rows) is np.ndarray
         and rows.dtype.kind in "iu"
         and rows.shape == (n,)
-        and bool((rows == np.arange(n)).all())
+        and _is_arange(rows, n)
     )
+
+
+_ARANGE_BYTES: dict = {}
+
+
+def _is_arange(rows: np.ndarray, n: int) -> bool:
+    """``rows`` (integers, shape ``(n,)``) holds ``0, 1, ..., n - 1``: its bytes
+    compared with those of ``np.arange(n)`` in its dtype, kept for batch sizes up
+    to 4096 (equal bytes of one integer dtype are equal values)."""
+    if n > 4096:
+        return bool((rows == np.arange(n)).all())
+    key = (n, rows.dtype.str)
+    ref = _ARANGE_BYTES.get(key)
+    if ref is None:
+        if len(_ARANGE_BYTES) >= 64:
+            _ARANGE_BYTES.clear()
+        ref = _ARANGE_BYTES[key] = np.arange(n, dtype=rows.dtype).tobytes()
+    return rows.tobytes() == ref
 
 
 def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
