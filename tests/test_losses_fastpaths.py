@@ -104,3 +104,20 @@ def test_repeated_rows_take_the_general_rule():
                 rtol=1e-6,
                 atol=1e-9,
             )
+
+
+@pytest.mark.parametrize(
+    "shape,axis", [((5,), -1), ((4, 7), 1), ((4, 7), 0), ((2, 3, 4), (1, 2))]
+)
+def test_log_softmax_as_written_same_bits(shape, axis):
+    from s2sad.runtime.activations import d_log_softmax, log_softmax_as_written
+
+    x = RNG.standard_normal(shape)
+    want = x - np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
+    got = log_softmax_as_written(x, axis=axis, out=np.empty_like(x))
+    assert got.tobytes() == want.tobytes()
+    g = RNG.standard_normal(shape)
+    e = np.exp(want)
+    ref = g - e * np.sum(g, axis=axis, keepdims=True)
+    for into in (None, (np.empty_like(x),)):
+        assert d_log_softmax(g, want, x, axis, into=into)[0].tobytes() == ref.tobytes()

@@ -110,7 +110,8 @@ def log_softmax_as_written(x: np.ndarray, axis: Any = -1, out: Any = None) -> An
         and not np.may_share_memory(out, x)
     ):
         e = np.exp(x, out=out)
-        s = np.sum(e, axis=axis, keepdims=True)
+        # np.sum's own reduction, without its wrapper: the same bits
+        s = np.add.reduce(e, axis=axis, keepdims=True)
         return np.subtract(x, np.log(s, out=s), out=out)
     s = np.sum(np.exp(x), axis=axis, keepdims=True)
     return np.subtract(x, np.log(s, out=s))
@@ -133,7 +134,10 @@ def d_log_softmax(g, ans, x, axis=-1, out=None, *, into=None):
         e = np.exp(ans, out=buf)
     else:
         e = np.exp(ans)
-    e *= np.sum(g, axis=axis, keepdims=True)
+    if type(g) is np.ndarray:  # np.sum's reduction, without its wrapper
+        e *= np.add.reduce(g, axis=axis, keepdims=True)
+    else:
+        e *= np.sum(g, axis=axis, keepdims=True)
     if type(g) is np.ndarray and g.shape == e.shape and g.dtype == e.dtype:
         return (np.subtract(g, e, out=e),)
     return (g - e,)
