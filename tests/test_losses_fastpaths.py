@@ -23,9 +23,15 @@ def test_float64_mean_same_bits_as_np_mean(shape):
     assert losses._reduce(v, "sum").tobytes() == np.sum(v).tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.longdouble])
+def test_other_float_means_same_bits(dtype):
+    for n in (1, 3, 33, 1000):
+        v = (RNG.standard_normal(n) * 7).astype(dtype)
+        got, want = losses._reduce(v, "mean"), np.mean(v)
+        assert type(got) is type(want) and got.tobytes() == want.tobytes()
+
+
 def test_other_means_go_through_np_mean():
-    v32 = RNG.standard_normal(33).astype(np.float32)
-    assert losses._reduce(v32, "mean").tobytes() == np.mean(v32).tobytes()
     with pytest.warns(RuntimeWarning):
         assert np.isnan(losses._reduce(np.zeros(0), "mean"))
     assert losses._reduce([1.0, 2.0], "mean") == 1.5

@@ -48,10 +48,12 @@ def _reduce(value: Any, reduce: str | None) -> Any:
     if type(value) is np.ndarray:
         if reduce == "sum":
             return value.sum()
-        if value.dtype.type is np.float64 and value.size:
-            # what ``mean`` does for float64 (the sum, then one division by the
-            # count), without its Python-level wrapper: the same bits
-            return value.sum() / value.size
+        if value.dtype.kind == "f" and value.dtype.itemsize >= 4 and value.size:
+            # what ``mean`` does for these (the sum over all axes, divided by the
+            # count as an intp, cast back to the sum's type), without its Python
+            # wrappers: the same bits (float16 sums in float32: left to mean)
+            s = np.add.reduce(value, axis=None)
+            return s.dtype.type(s / np.intp(value.size))
         return value.mean()
     return np.mean(value) if reduce == "mean" else np.sum(value)
 
