@@ -127,3 +127,22 @@ def test_log_softmax_as_written_same_bits(shape, axis):
     ref = g - e * np.sum(g, axis=axis, keepdims=True)
     for into in (None, (np.empty_like(x),)):
         assert d_log_softmax(g, want, x, axis, into=into)[0].tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_one_per_row_rule_same_bits_as_the_indexed_add(dtype):
+    n, k = 40, 6
+    x = RNG.standard_normal((n, k)).astype(dtype)
+    logp = x - np.log(np.sum(np.exp(x), axis=1, keepdims=True))
+    rows, cols = np.arange(n), RNG.integers(-k, k, n)
+    for g in (-1.0, np.float64(0.37), np.float32(2.5)):
+        for reduce in ("mean", "sum"):
+            c = g / n if reduce == "mean" else g
+            want = np.exp(logp)
+            want *= -c
+            want[rows, cols] += c
+            for into in (None, (np.empty_like(logp),)):
+                got = losses.d_picked_log_softmax(
+                    g, None, x, logp, rows, cols, 1, reduce, into=into
+                )[0]
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes()

@@ -227,7 +227,12 @@ def d_picked_log_softmax(
         buf = into[0] if into and _fits(into[0], logp) else None
         ct = np.exp(logp, out=buf)  # a new array where no buffer fits
         ct *= -c
-        ct[rows, cols] += c
+        if ct.dtype.type is np.float64 and type(c) in (float, np.float64):
+            # one pick per row: the same additions as ``+=`` through the index, in
+            # one pass (not for float32: add.at adds a Python float as a double)
+            np.add.at(ct, (rows, cols), c)
+        else:
+            ct[rows, cols] += c
         return (ct, None, None, None)
     ct = d_log_softmax(_picked_ct(g, logp, rows, cols, reduce), logp, x, axis)[0]
     return (ct, None, None, None)
