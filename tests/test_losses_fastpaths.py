@@ -113,16 +113,20 @@ def test_repeated_rows_take_the_general_rule():
 
 
 @pytest.mark.parametrize(
-    "shape,axis", [((5,), -1), ((4, 7), 1), ((4, 7), 0), ((2, 3, 4), (1, 2))]
+    "shape,axis",
+    [((5,), -1), ((4, 7), 1), ((4, 7), 0), ((2, 3, 4), (1, 2)), ((3, 4), None)],
 )
-def test_log_softmax_as_written_same_bits(shape, axis):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_log_softmax_as_written_same_bits(shape, axis, dtype):
     from s2sad.runtime.activations import d_log_softmax, log_softmax_as_written
 
-    x = RNG.standard_normal(shape)
+    x = RNG.standard_normal(shape).astype(dtype)
     want = x - np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
-    got = log_softmax_as_written(x, axis=axis, out=np.empty_like(x))
-    assert got.tobytes() == want.tobytes()
-    g = RNG.standard_normal(shape)
+    for out in (np.empty_like(x), None, x, np.empty(x.shape, np.float32)):
+        got = log_softmax_as_written(x, axis=axis, out=out)
+        assert got.dtype == x.dtype and got.tobytes() == want.tobytes()
+        assert got is not x
+    g = RNG.standard_normal(shape).astype(dtype)
     e = np.exp(want)
     ref = g - e * np.sum(g, axis=axis, keepdims=True)
     for into in (None, (np.empty_like(x),)):
