@@ -99,19 +99,22 @@ def log_softmax_as_written(x: np.ndarray, axis: Any = -1, out: Any = None) -> An
     operations in the same order (no max shift of its own, so the values are the
     ones the four statements give): what the ``fuse`` pass writes for them.
     ``out``: a buffer for the result (x's shape and float dtype), used when it
-    fits; ``exp(x)`` goes there first, so only the sums are allocated."""
-    if (
-        type(x) is np.ndarray
-        and type(out) is np.ndarray
-        and x.dtype.kind == "f"
-        and out.shape == x.shape
-        and out.dtype == x.dtype
-        and out.flags.writeable
-        and not np.may_share_memory(out, x)
-    ):
-        e = np.exp(x, out=out)
-        s = np.sum(e, axis=axis, keepdims=True)
-        return np.subtract(x, np.log(s, out=s), out=out)
+    fits; ``exp(x)`` goes there first (else into a new array, which then holds
+    the result), so only the sums are allocated besides."""
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim:
+        if (
+            type(out) is np.ndarray
+            and out.shape == x.shape
+            and out.dtype == x.dtype
+            and out.flags.writeable
+            and not np.may_share_memory(out, x)
+        ):
+            e = np.exp(x, out=out)
+        else:
+            e = np.exp(x)  # a new array of x's shape and dtype: the result goes there
+        # np.sum's own reduction, without its wrapper: the same bits
+        s = np.add.reduce(e, axis=axis, keepdims=True)
+        return np.subtract(x, np.log(s, out=s), out=e)
     s = np.sum(np.exp(x), axis=axis, keepdims=True)
     return np.subtract(x, np.log(s, out=s))
 
@@ -133,7 +136,10 @@ def d_log_softmax(g, ans, x, axis=-1, out=None, *, into=None):
         e = np.exp(ans, out=buf)
     else:
         e = np.exp(ans)
-    e *= np.sum(g, axis=axis, keepdims=True)
+    if type(g) is np.ndarray:  # np.sum's reduction, without its wrapper
+        e *= np.add.reduce(g, axis=axis, keepdims=True)
+    else:
+        e *= np.sum(g, axis=axis, keepdims=True)
     if type(g) is np.ndarray and g.shape == e.shape and g.dtype == e.dtype:
         return (np.subtract(g, e, out=e),)
     return (g - e,)

@@ -46,7 +46,15 @@ def _reduce(value: Any, reduce: str | None) -> Any:
     if reduce is None:
         return value
     if type(value) is np.ndarray:
-        return value.mean() if reduce == "mean" else value.sum()
+        if reduce == "sum":
+            return value.sum()
+        if value.dtype.kind == "f" and value.dtype.itemsize >= 4 and value.size:
+            # what ``mean`` does for these (the sum over all axes, divided by the
+            # count as an intp, cast back to the sum's type), without its Python
+            # wrappers: the same bits (float16 sums in float32: left to mean)
+            s = np.add.reduce(value, axis=None)
+            return s.dtype.type(s / np.intp(value.size))
+        return value.mean()
     return np.mean(value) if reduce == "mean" else np.sum(value)
 
 
@@ -177,8 +185,26 @@ def _one_per_row(logp: Any, rows: Any, cols: Any, axis: Any) -> bool:
         type(rows) is np.ndarray
         and rows.dtype.kind in "iu"
         and rows.shape == (n,)
-        and bool((rows == np.arange(n)).all())
+        and _is_arange(rows, n)
     )
+
+
+_ARANGE_BYTES: dict = {}
+
+
+def _is_arange(rows: np.ndarray, n: int) -> bool:
+    """``rows`` (integers, shape ``(n,)``) holds ``0, 1, ..., n - 1``: its bytes
+    compared with those of ``np.arange(n)`` in its dtype, kept for batch sizes up
+    to 4096 (equal bytes of one integer dtype are equal values)."""
+    if n > 4096:
+        return bool((rows == np.arange(n)).all())
+    key = (n, rows.dtype.str)
+    ref = _ARANGE_BYTES.get(key)
+    if ref is None:
+        if len(_ARANGE_BYTES) >= 64:
+            _ARANGE_BYTES.clear()
+        ref = _ARANGE_BYTES[key] = np.arange(n, dtype=rows.dtype).tobytes()
+    return rows.tobytes() == ref
 
 
 def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
@@ -201,7 +227,12 @@ def d_picked_log_softmax(
         buf = into[0] if into and _fits(into[0], logp) else None
         ct = np.exp(logp, out=buf)  # a new array where no buffer fits
         ct *= -c
-        ct[rows, cols] += c
+        if ct.dtype.type is np.float64 and type(c) in (float, np.float64):
+            # one pick per row: the same additions as ``+=`` through the index, in
+            # one pass (not for float32: add.at adds a Python float as a double)
+            np.add.at(ct, (rows, cols), c)
+        else:
+            ct[rows, cols] += c
         return (ct, None, None, None)
     ct = d_log_softmax(_picked_ct(g, logp, rows, cols, reduce), logp, x, axis)[0]
     return (ct, None, None, None)
