@@ -40,7 +40,7 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
-        form = _form(node, facts, values)
+        form = _form(node, facts, values | ranks.keys())
         if form is None:
             continue
         kernel, x, axis, keywords = form
@@ -98,7 +98,7 @@ def _form(node: ast.Call, facts: Facts, values: set):
         if not node.args or not isinstance(node.args[0], ast.Name):
             return None
         if node.args[0].id not in values:
-            return None  # maybe a list: the fallback calls the method
+            return None  # maybe a list: the fallback calls its method
         x, rest = node.args[0].id, node.args[1:]
     elif (
         isinstance(f, ast.Attribute)
@@ -117,8 +117,18 @@ def _form(node: ast.Call, facts: Facts, values: set):
         return None
     if rest and "axis" in keywords:
         return None
-    axis = rest[0] if rest else getattr(keywords.get("axis"), "value", None)
-    if not (isinstance(axis, ast.Constant) and type(axis.value) is int):
+    axis = _literal(rest[0] if rest else getattr(keywords.get("axis"), "value", None))
+    if axis is None:
         return None
     kept = [keywords[k] for k in PASSED if k in keywords]
-    return KERNELS[name], x, axis.value, kept
+    return KERNELS[name], x, axis, kept
+
+
+def _literal(e: Any) -> int | None:
+    """The integer ``e`` writes (``2``, ``-2``), else None."""
+    sign = 1
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        e, sign = e.operand, -1
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return sign * e.value
+    return None
