@@ -37,14 +37,14 @@ MIN_OUTER = 16
 def max_along(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False):
     """``a.max(axis, out=out, keepdims=keepdims)``, faster along a short middle axis."""
     if not _fast(a, axis, out):
-        return a.max(axis, **_given(out, keepdims))
+        return a.max(axis=axis, **_given(out, keepdims))
     return _along(np.maximum, a, axis, out, keepdims)
 
 
 def min_along(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False):
     """``a.min(axis, out=out, keepdims=keepdims)``, faster along a short middle axis."""
     if not _fast(a, axis, out):
-        return a.min(axis, **_given(out, keepdims))
+        return a.min(axis=axis, **_given(out, keepdims))
     return _along(np.minimum, a, axis, out, keepdims)
 
 

@@ -130,3 +130,21 @@ def test_forward_mode_and_second_order():
     hv = s2sad.hvp(pool)(h, w, v)
     fd = (gfun(h + eps * v, w) - gfun(h - eps * v, w)) / (2 * eps)
     np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-6)
+
+
+def np_reshaped(x):
+    r = np.reshape(np.cos(x), (2, 3, 4))
+    return np.sum(np.max(r, axis=1) ** 2) + np.sum(r.min(axis=2))
+
+
+def test_np_reshape_gives_the_rank_too():
+    x = np.random.default_rng(4).normal(size=24)
+    code = after(np_reshaped, (x,))
+    assert "max_along(r, 1)" in code and "_along(r, 2" not in code
+    vg = s2sad.value_and_grad(np_reshaped)
+    for _ in range(2):
+        value, g = vg(x)
+        assert value == np_reshaped(x)
+        np.testing.assert_allclose(
+            g, numerical_grad(np_reshaped, [x]), rtol=1e-6, atol=1e-8
+        )

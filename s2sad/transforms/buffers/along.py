@@ -58,10 +58,12 @@ def known_ranks(fn: ast.FunctionDef, facts: Facts) -> dict[str, int]:
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.arg):  # a nested function's parameter
+            stores[n.arg] = stores.get(n.arg, 0) + 1
     ranks = {}
     for n, defs in facts.defs.items():
         if n in facts.params or stores.get(n) != len(defs):
-            continue  # bound elsewhere too (a parameter, a loop, a tuple target)
+            continue  # bound elsewhere too (a parameter, a loop, a tuple target, ...)
         found = {_reshape_rank(v, facts) for v, _ in defs}
         if len(found) == 1 and None not in found:
             ranks[n] = found.pop()
@@ -72,10 +74,15 @@ def _reshape_rank(v: Any, facts: Facts) -> int | None:
     """``a.reshape(n, m, k)``, ``a.reshape((n, m, k))``, ``np.reshape(a, (n, m, k))``: 3."""
     if not isinstance(v, ast.Call) or v.keywords:
         return None
-    if isinstance(v.func, ast.Attribute) and v.func.attr == "reshape":
-        args = v.args if facts.np_func(v) != "reshape" else v.args[1:]
-    else:
+    if not (isinstance(v.func, ast.Attribute) and v.func.attr == "reshape"):
         return None
+    owner = v.func.value
+    if facts.np_func(v) == "reshape":
+        args = v.args[1:]
+    elif isinstance(owner, ast.Name) and facts._static(owner.id):
+        return None  # another module's reshape function
+    else:
+        args = v.args
     if any(isinstance(a, ast.Starred) for a in args) or not args:
         return None
     if len(args) >= 2:
