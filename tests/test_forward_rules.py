@@ -34,6 +34,7 @@ from s2sad.runtime import (
     support,
     tangents,
 )
+from s2sad.runtime.extrema import max_along, min_along
 from s2sad.runtime.reductions import logsumexp
 from tests.runtime.test_elementwise import BINARY, PAIRS, UNARY
 
@@ -236,6 +237,7 @@ REDUCTIONS = [
     (np.max, (distinct(3, 4),), {"axis": 0}), (np.amax, (distinct(5),), {}),
     (np.min, (distinct(3, 4), 1), {"keepdims": True}), (np.amin, (distinct(5),), {}),
     (np.nanmax, (distinct(5),), {}), (np.nanmin, (distinct(2, 3),), {"axis": 1}),
+    (max_along, (distinct(16, 2, 16), 1), {}), (min_along, (distinct(3, 4), 0), {"keepdims": True}),
     (np.ptp, (distinct(3, 4),), {"axis": 1}), (np.prod, (rnd(3, 4),), {"axis": 0}),
     (np.prod, (np.array([2.0, 0.0, 3.0]),), {}), (np.var, (rnd(3, 4),), {"axis": 1}),
     (np.std, (rnd(3, 4),), {"ddof": 1}), (np.median, (distinct(3, 4),), {"axis": 1}),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime import backend
+from s2sad.runtime.extrema import max_along, min_along
 from s2sad.runtime.registry import adjoint, method_alias, nondifferentiable
 from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
@@ -281,7 +282,7 @@ def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwar
 # ---------------------------------------------------------------- extrema
 
 
-@adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
+@adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, max_along, min_along)
 def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs):
     """Ties split the cotangent equally among the tied entries."""
     full = expand(ans, x, axis, keepdims)
@@ -392,7 +393,7 @@ for _name, _function in [
 
 linear(np.sum, np.mean)
 reduction(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod,
-          logsumexp)  # fmt: skip
+          logsumexp, max_along, min_along)  # fmt: skip
 
 
 @tangent(np.nansum)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from s2sad.runtime import reductions as red
+from s2sad.runtime.extrema import max_along, min_along
 from s2sad.testing import check_nondifferentiable, check_rule
 
 RNG = np.random.default_rng(7)
@@ -26,7 +27,7 @@ AXES = [
 ]  # fmt: skip
 AXIS_FUNCS = [np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.nansum,
               np.nanmean, np.nanmax, np.nanmin, np.prod, np.ptp,
-              red.logsumexp]  # fmt: skip
+              red.logsumexp, max_along, min_along]  # fmt: skip
 
 
 @pytest.mark.parametrize("kwargs,shape", AXES, ids=str)

@@ -24,7 +24,9 @@ of a float64 value (reverse/likes.py) is its sum over its size: ``np.mean``
 computes exactly that, behind 1.5 us of Python at small sizes.  Calls that write into a buffer (``out=``) and
 scalar code (Python floats: ``math`` functions) are left alone, and so are the
 plain form (``optimize=False``); calls with arrays of other libraries never run
-it (``pipeline.NUMPY_ONLY``: an Array API array has no methods).
+it (``pipeline.NUMPY_ONLY``: an Array API array has no methods).  A max or
+min along a literal axis that is known not to be the last becomes
+``max_along``/``min_along`` first (``buffers/along.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import SCALAR
+from s2sad.transforms.buffers import along
 from s2sad.transforms.buffers.facts import Facts
 from s2sad.transforms.reverse.likes import F64
 
@@ -64,6 +67,7 @@ def rewrite(
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and _float64_mean(node.value, facts, likes):
             node.value = _sum_over_size(node.value.args[0].id)
+    along.rewrite(fn, module, facts, values)
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _rewritable(node, facts, values):
             node.func = ast.Attribute(
