@@ -225,20 +225,12 @@ def _step_read(stmt, t: str, stored: dict, arrays: set, loop=None):
         site = invariants.slice_step(stmt, loop, stored, arrays)
         if site is not None:
             return site
-    if not (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(stmt.value, ast.Subscript)
-        and isinstance(stmt.value.value, ast.Name)
-    ):
+    read = invariants.invariant_read(stmt, t, stored)
+    if read is None:
         return None
-    A = stmt.value.value.id
-    if stored.get(A, 0) or A == t:
-        return None
-    idx = stmt.value.slice
+    a, A, idx = read
     if isinstance(idx, ast.Name) and idx.id == t:
-        return (stmt.targets[0].id, A, 0, None) if A in arrays else None
+        return (a, A, 0, None) if A in arrays else None
     if not isinstance(idx, ast.Tuple):
         return None
     places = [j for j, e in enumerate(idx.elts) if isinstance(e, ast.Name)]
@@ -252,7 +244,7 @@ def _step_read(stmt, t: str, stored: dict, arrays: set, loop=None):
     )
     if len(places) != 1 or not full or idx.elts[places[0]].id != t:
         return None
-    return stmt.targets[0].id, A, places[0], None
+    return a, A, places[0], None
 
 
 def _product_with(stmt, a: str) -> str | None:

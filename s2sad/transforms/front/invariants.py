@@ -177,22 +177,32 @@ def _stores(node) -> dict:
 # ---------------------------------------------------------------- slice steps
 
 
-def slice_step(stmt, loop: ast.For, stored: dict, arrays: set):
-    """``(a, A, axis, bounds)`` for ``a = A[:, ..., lo:hi, ..., :]`` in ``loop``'s
-    body, ``lo`` and ``hi`` affine in the loop variable; ``bounds``: four
-    expressions to evaluate before the loop.  None otherwise."""
+def invariant_read(stmt, t: str, stored: dict):
+    """``(a, A, index)`` for ``a = A[index]`` where the array name ``A`` is neither
+    stored in the loop nor its variable ``t``; None for any other statement."""
     if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], ast.Name)
         and isinstance(stmt.value, ast.Subscript)
         and isinstance(stmt.value.value, ast.Name)
-        and stmt in loop.body
     ):
         return None
-    t, A, idx = loop.target.id, stmt.value.value.id, stmt.value.slice
+    A = stmt.value.value.id
     if stored.get(A, 0) or A == t:
         return None
+    return stmt.targets[0].id, A, stmt.value.slice
+
+
+def slice_step(stmt, loop: ast.For, stored: dict, arrays: set):
+    """``(a, A, axis, bounds)`` for ``a = A[:, ..., lo:hi, ..., :]`` in ``loop``'s
+    body, ``lo`` and ``hi`` affine in the loop variable; ``bounds``: four
+    expressions to evaluate before the loop.  None otherwise."""
+    t = loop.target.id
+    read = invariant_read(stmt, t, stored) if stmt in loop.body else None
+    if read is None:
+        return None
+    _, A, idx = read
     elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
     if not isinstance(idx, ast.Tuple) and A not in arrays:
         return None
