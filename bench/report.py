@@ -192,7 +192,8 @@ def markdown(result: dict) -> str:
         (
             f"Run {meta['date']} at commit {meta.get('commit', '?')} on "
             f"{meta['machine']}; {meta['threads']} thread(s); malloc: "
-            f"{meta.get('malloc', 'glibc default')};"
+            f"{meta.get('malloc', 'glibc default')}; OpenBLAS kernels: "
+            f"{meta.get('blas_core', 'not recorded')};"
         ),
         (
             f"median of {meta['repeat']} interleaved repetitions "

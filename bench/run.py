@@ -65,6 +65,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="cpu: the process's CPU time, steadier on a loaded machine (it adds up "
         "all threads, so it overstates multi-threaded columns)",
     )
+    p.add_argument(
+        "--blas-core",
+        default="env",
+        metavar="NAME",
+        help="OpenBLAS kernels for the NumPy columns: 'env' (default) keeps "
+        "OPENBLAS_CORETYPE as the environment sets it, 'auto' unsets it so "
+        "OpenBLAS picks by CPU, any other value is set as OPENBLAS_CORETYPE",
+    )
     p.add_argument("--check", action="store_true", help="FD check of hand-written")
     p.add_argument(
         "--malloc-keep",
@@ -93,6 +101,41 @@ def _names(text: str, known: list[str], p: argparse.ArgumentParser) -> list[str]
     if bad:
         p.error(f"unknown {bad}; choose from {known}")
     return [n for n in known if n in names]
+
+
+def apply_blas_core(choice: str) -> None:
+    """Set or clear OPENBLAS_CORETYPE; must run before NumPy is imported.
+
+    Some machines' environments pin OpenBLAS to one kernel family (this
+    project's development machines set ``OPENBLAS_CORETYPE=Haswell``, AVX2 only,
+    on an AVX-512 CPU), which halves float32 GEMM speed against OpenBLAS's own
+    choice, while XLA picks its kernels by CPU regardless.  The report records
+    which kernels ran.
+    """
+    if choice == "auto":
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+    elif choice != "env":
+        os.environ["OPENBLAS_CORETYPE"] = choice
+
+
+def blas_core() -> str:
+    """Which OpenBLAS kernels NumPy's BLAS loaded, and why (after NumPy import)."""
+    import ctypes
+    import glob
+
+    import numpy as np
+
+    pinned = os.environ.get("OPENBLAS_CORETYPE")
+    why = f"OPENBLAS_CORETYPE={pinned}" if pinned else "chosen by OpenBLAS"
+    libdir = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for lib_path in sorted(glob.glob(str(libdir / "*openblas*"))):
+        lib = ctypes.CDLL(lib_path)
+        for symbol in ("scipy_openblas_get_corename64_", "openblas_get_corename"):
+            get = getattr(lib, symbol, None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                return f"{get().decode()} ({why})"
+    return f"unknown ({why})"
 
 
 def apply_threads(n: int) -> None:
@@ -359,6 +402,7 @@ def run_benchmarks(opts: argparse.Namespace) -> dict:
         "target_s": opts.target,
         "clock": opts.clock,
         "malloc": "keep freed memory" if opts.malloc_keep else "glibc default",
+        "blas_core": blas_core(),
         "python": platform.python_version(),
         "versions": list(
             dict.fromkeys(v for v in (c.versions() for c in columns) if v)
@@ -395,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.malloc_keep:
         malloc_keep_reexec(argv)
     apply_threads(opts.threads)
+    apply_blas_core(opts.blas_core)
     sys.path.insert(0, str(ROOT))
     if opts.s2sad_probe:
         s2sad_probe(opts.s2sad_probe)
