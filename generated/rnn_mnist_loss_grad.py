@@ -15,7 +15,12 @@ from s2sad.runtime.support import (
 from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.steps import d_stepwise_matmul_rhs, matmul_zeros, stepwise_matmul
+from s2sad.runtime.steps import (
+    d_stepwise_matmul_rhs,
+    matmul_zeros,
+    stepwise_matmul,
+    sum_steps,
+)
 from rnn_mnist import logits
 
 
@@ -175,6 +180,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_2 = None
     g_params_item_3 = None
     g_x_at_params_item_1 = None
+    g_params_item_3_steps = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
@@ -185,10 +191,8 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_add_1 = None
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1"))
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3"),
+            g_params_item_3_steps = sum_steps(
+                g_params_item_3_steps, g_add_2, params_item_3
             )
         g_add_2 = None
         g_matmul = None
@@ -222,10 +226,16 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             )
         g_matmul = None
         matmul = tape.pop()
+    g_params_item_3 = accumulate(
+        g_params_item_3,
+        unbroadcast(g_params_item_3_steps, params_item_3),
+        out=ws.take("g_params_item_3"),
+    )
     t = t_old_1
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
+    g_params_item_3_steps_1 = None
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
@@ -236,10 +246,8 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_add_1 = None
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1.2"))
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3.2"),
+            g_params_item_3_steps_1 = sum_steps(
+                g_params_item_3_steps_1, g_add_2, params_item_3
             )
         g_add_2 = None
         g_matmul = None
@@ -261,6 +269,11 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             )
         g_matmul = None
         matmul = tape.pop()
+    g_params_item_3 = accumulate(
+        g_params_item_3,
+        unbroadcast(g_params_item_3_steps_1, params_item_3),
+        out=ws.take("g_params_item_3.2"),
+    )
     g_params_item_1 = None
     for t_once in reversed(r_once):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])

@@ -37,7 +37,8 @@ import numpy as np
 
 from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
-from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear
+from s2sad.runtime.support import add, unbroadcast
+from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
 
 
 def _reach(steps: Any, n: int) -> int:
@@ -299,3 +300,48 @@ def matmul_zeros(a: Any, b: Any, out: Any = None) -> np.ndarray:
 
 nondifferentiable(matmul_zeros)
 constant(matmul_zeros)
+
+
+# ================================================================ sums over steps
+
+
+def sum_steps(acc: Any, g: Any, like: Any) -> Any:
+    """One step of a loop's sum of ``unbroadcast(g, like)``, the sum down to
+    ``like`` taken once after the loop (the ``loopsums`` pass): the result ``r``
+    is such that ``unbroadcast(r, like)`` is ``unbroadcast(acc, like) +
+    unbroadcast(g, like)`` (None is zero).
+
+    A bias's cotangent in a loop, ``g_b += unbroadcast(g_z, b)`` each step,
+    costs a row sum a step; here the steps' ``g`` (of one shape, with more
+    entries than ``like``, in its dtype) are added entry by entry into a private
+    array, and summed down once: the same terms, added in another order.  Any
+    other step (another shape or dtype, a number, a container) is summed down
+    at once, as before."""
+    if g is None:
+        return acc
+    if (
+        type(g) is np.ndarray
+        and type(like) is np.ndarray
+        and g.dtype == like.dtype
+        and g.ndim >= like.ndim
+        and g.shape != like.shape
+    ):
+        if acc is None:
+            return np.array(g, copy=True)  # its own array: g's buffer is reused
+        # an array of g's shape (not like's) is the private one made above
+        if type(acc) is np.ndarray and acc.shape == g.shape and acc.dtype == g.dtype:
+            np.add(acc, g, out=acc)
+            return acc
+    return add(unbroadcast(acc, like), unbroadcast(g, like))
+
+
+@tangent(sum_steps)
+def jvp_sum_steps_acc(t, ans, acc, g, like):
+    # jointly linear in acc and g: each tangent summed down to like's shape
+    # (whatever the primal's representation, the sums down then agree)
+    return unbroadcast(t, like)
+
+
+@tangent(sum_steps, argnum=1)
+def jvp_sum_steps_g(t, ans, acc, g, like):
+    return unbroadcast(t, like)
