@@ -13,11 +13,13 @@ from s2sad.runtime.support import (
     zeros,
 )
 from s2sad.runtime.contractions import d_matmul
-from s2sad.runtime.indexing import add_at_index, d_getitem
+from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 from s2sad.runtime.steps import (
-    d_stepwise_matmul_rhs,
+    d_step_product_rhs,
     matmul_zeros,
+    step_product,
+    stepwise_ahead,
     stepwise_matmul,
     sum_steps,
 )
@@ -70,7 +72,7 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
         tape.append(params_item_3)
         params_item_3 = params["bh"]
         tape.append(x_at_params_item_1)
-        x_at_params_item_1 = stepwise_matmul(
+        x_at_params_item_1 = stepwise_ahead(
             x,
             params_item_1,
             1,
@@ -80,7 +82,14 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     r_first = r[:1]
     for t in r_first:
         tape.append(matmul)
-        matmul = x_at_params_item_1[:, t]
+        matmul = step_product(
+            x_at_params_item_1,
+            x,
+            params_item_1,
+            1,
+            t,
+            (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        )
         tape.append(matmul_1)
         matmul_1 = matmul_zeros(h, params_item_2)
         tape.append(add_1)
@@ -92,7 +101,14 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     t_old_1 = t
     for t in r_rest:
         tape.append(matmul)
-        matmul = x_at_params_item_1[:, t]
+        matmul = step_product(
+            x_at_params_item_1,
+            x,
+            params_item_1,
+            1,
+            t,
+            (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        )
         tape.append(matmul_1)
         matmul_1 = h @ params_item_2
         tape.append(add_1)
@@ -119,7 +135,6 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             params_item_3,
             params_item_4,
             params_item_5,
-            r,
             r_first,
             r_once,
             r_rest,
@@ -146,7 +161,6 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         params_item_3,
         params_item_4,
         params_item_5,
-        r,
         r_first,
         r_once,
         r_rest,
@@ -177,9 +191,9 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_add_2 = None
     g_matmul = None
     g_matmul_1 = None
+    g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
-    g_x_at_params_item_1 = None
     g_params_item_3_steps = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
@@ -217,12 +231,19 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_x_at_params_item_1 = add_at_index(
-                g_x_at_params_item_1,
+            ct_params_item_1 = d_step_product_rhs(
                 g_matmul,
+                matmul,
                 x_at_params_item_1,
-                (slice(None, None, None), t),
-                out=ws.take("g_x_at_params_item_1"),
+                x,
+                params_item_1,
+                1,
+                t,
+                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                into=(ws.take("ct_params_item_1"),),
+            )[0]
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
             )
         g_matmul = None
         matmul = tape.pop()
@@ -260,12 +281,19 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_x_at_params_item_1 = add_at_index(
-                g_x_at_params_item_1,
+            ct_params_item_1_1 = d_step_product_rhs(
                 g_matmul,
+                matmul,
                 x_at_params_item_1,
-                (slice(None, None, None), t),
-                out=ws.take("g_x_at_params_item_1.2"),
+                x,
+                params_item_1,
+                1,
+                t,
+                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                into=(ws.take("ct_params_item_1_1"),),
+            )[0]
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
             )
         g_matmul = None
         matmul = tape.pop()
@@ -274,22 +302,8 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         unbroadcast(g_params_item_3_steps_1, params_item_3),
         out=ws.take("g_params_item_3.2"),
     )
-    g_params_item_1 = None
     for t_once in reversed(r_once):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
-        g_params_item_1 = None
-        if g_x_at_params_item_1 is not None:
-            g_params_item_1 = d_stepwise_matmul_rhs(
-                g_x_at_params_item_1,
-                x_at_params_item_1,
-                x,
-                params_item_1,
-                1,
-                r,
-                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                into=(ws.take("g_params_item_1"),),
-            )[0]
-        g_x_at_params_item_1 = None
         x_at_params_item_1 = tape.pop()
         if g_params_item_3 is not None:
             ct_params_1 = d_getitem(
