@@ -15,14 +15,13 @@ from s2sad.runtime.support import (
 from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.steps import (
+from s2sad.runtime.stepreads import (
     d_step_product_rhs,
-    matmul_zeros,
     step_product,
     stepwise_ahead,
-    stepwise_matmul,
     sum_steps,
 )
+from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from rnn_mnist import logits
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import steps
+from s2sad.runtime import stepreads as steps
 from s2sad.runtime.support import unbroadcast
 from s2sad.testing import numerical_grad
 from tests.transforms.dumps import after

@@ -3,7 +3,7 @@
 step's own product otherwise) and the backward sweep differentiates one step at
 a time (no cotangent of the stacked product, no ``add_at_index``).
 
-Both run-time choices (``steps.AHEAD_ENTRIES`` forced low and high) keep
+Both run-time choices (``stepreads.AHEAD_ENTRIES`` forced low and high) keep
 gradients equal to central finite differences in float64: index steps, slice
 steps (tiling, overlapping, ragged, offset, nested loops), workspaces called
 again, weights rebound in the loop (not hoisted), forward mode and hvp.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import steps
+from s2sad.runtime import stepreads, steps
 from s2sad.testing import numerical_grad
 from tests.transforms import test_hoist_invariants as inv
 from tests.transforms.dumps import after
@@ -48,7 +48,7 @@ def _rnn_args(r, n=6):
 def ahead(request, monkeypatch):
     """Each step's own product (AHEAD_ENTRIES below any size), or all ahead."""
     monkeypatch.setattr(
-        steps, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
+        stepreads, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
     )
     return request.param
 
@@ -136,19 +136,23 @@ def test_step_product_runtime():
     x, w = r.normal(size=(3, 4, 2)), r.normal(size=(2, 5))
     prod = steps.stepwise_matmul(x, w, 1, range(4))
     for t in range(4):
-        np.testing.assert_allclose(steps.step_product(prod, x, w, 1, t), x[:, t] @ w)
-        np.testing.assert_allclose(steps.step_product(None, x, w, 1, t), x[:, t] @ w)
+        np.testing.assert_allclose(
+            stepreads.step_product(prod, x, w, 1, t), x[:, t] @ w
+        )
+        np.testing.assert_allclose(
+            stepreads.step_product(None, x, w, 1, t), x[:, t] @ w
+        )
     out = np.empty((3, 5))
-    assert steps.step_product(None, x, w, 1, 2, out=out) is out
+    assert stepreads.step_product(None, x, w, 1, 2, out=out) is out
     # a buffer of another dtype is not used (no silent cast)
     small = np.empty((3, 5), np.float32)
-    assert steps.step_product(None, x, w, 1, 2, out=small).dtype == np.float64
+    assert stepreads.step_product(None, x, w, 1, 2, out=small).dtype == np.float64
     g = r.normal(size=(3, 5))
     buf = np.empty((2, 5))
-    got = steps.d_step_product_rhs(g, None, None, x, w, 1, 1, into=(buf,))[0]
+    got = stepreads.d_step_product_rhs(g, None, None, x, w, 1, 1, into=(buf,))[0]
     assert got is buf
     np.testing.assert_allclose(got, x[:, 1].T @ g)
     # ahead only when a step's product is small
-    assert steps.stepwise_ahead(x, w, 1, range(4)) is not None
+    assert stepreads.stepwise_ahead(x, w, 1, range(4)) is not None
     big = np.zeros((1000, 4, 2))
-    assert steps.stepwise_ahead(big, w, 1, range(4)) is None
+    assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None

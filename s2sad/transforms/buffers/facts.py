@@ -30,12 +30,8 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
-from s2sad.runtime.steps import (
-    matmul_zeros,
-    step_product,
-    stepwise_ahead,
-    stepwise_matmul,
-)
+from s2sad.runtime.stepreads import step_product, stepwise_ahead
+from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
 
 REDUCTIONS = {"sum", "mean", "max", "min", "prod"}

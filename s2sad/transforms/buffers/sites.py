@@ -38,12 +38,8 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
-from s2sad.runtime.steps import (
-    matmul_zeros,
-    step_product,
-    stepwise_ahead,
-    stepwise_matmul,
-)
+from s2sad.runtime.stepreads import step_product, stepwise_ahead
+from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
 from s2sad.transforms.buffers.facts import REDUCTIONS, Facts, helper_of

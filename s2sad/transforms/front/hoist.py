@@ -193,7 +193,7 @@ def _read_step(job, module, product, hoisted: str, args: list, axis: int, t: str
     scattered into one).  Else ``R[:, t]``: its cotangent is added into ``R``'s
     a step and ``stepwise_matmul``'s rule takes all steps at once (one
     ``g @ W.T`` for ``A``, not a zero array of ``A``'s shape a step)."""
-    from s2sad.runtime.steps import step_product, stepwise_ahead
+    from s2sad.runtime.stepreads import step_product, stepwise_ahead
 
     if args[0].id not in _active(job):
         ahead = module.rule_ref(stepwise_ahead)

@@ -17,7 +17,7 @@ step) and ``g_b`` is read nowhere else in it, the pass writes::
         g_b_steps = sum_steps(g_b_steps, g_z, b)
     g_b = accumulate(g_b, unbroadcast(g_b_steps, b))
 
-``runtime.steps.sum_steps`` adds the steps' ``g_z`` entry by entry into an
+``runtime.stepreads.sum_steps`` adds the steps' ``g_z`` entry by entry into an
 array of its own (one elementwise add a step instead of a reduction and an
 add) and falls back to summing a step down at once where its shape or dtype
 differs.  Only for buffered NumPy code (``Options.buffers``): the plain
@@ -30,7 +30,7 @@ import ast
 from typing import Any
 
 from s2sad.options import BUFFERED
-from s2sad.runtime import steps
+from s2sad.runtime import stepreads
 from s2sad.transforms.astutil import anno, assign, call, const, name
 
 
@@ -124,7 +124,7 @@ def _rewrite(loop: ast.For, module: Any) -> tuple[list[ast.stmt], list[ast.stmt]
     after: list[ast.stmt] = []
     for block, k, g_b, g_z, b in found:
         steps_name = module.namer.fresh(f"{g_b}_steps")
-        helper = module.rule_ref(steps.sum_steps)
+        helper = module.rule_ref(stepreads.sum_steps)
         old = block[k]
         new = call(helper, name(steps_name), name(g_z), name(b))
         block[k] = assign(steps_name, new, like=old)
