@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime.refcounts import exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.steps import _index, _ints, _slice_of, stepwise_matmul
 from s2sad.runtime.support import add, unbroadcast
@@ -42,8 +43,9 @@ def sum_steps(acc: Any, g: Any, like: Any) -> Any:
 
     A bias's cotangent in a loop, ``g_b += unbroadcast(g_z, b)`` each step,
     costs a row sum a step; here the steps' ``g`` (of one shape, with more
-    entries than ``like``, in its dtype) are added entry by entry into a private
-    array, and summed down once: the same terms, added in another order.  Any
+    entries than ``like``, in its dtype) are added entry by entry (into their
+    sum's own array from the third step on: ``refcounts.exclusive``), and
+    summed down once: the same terms, added in another order.  Any
     other step (another shape or dtype, a number, a container) is summed down
     at once, as before."""
     if g is None:
@@ -55,12 +57,13 @@ def sum_steps(acc: Any, g: Any, like: Any) -> Any:
         and g.ndim >= like.ndim
         and g.shape != like.shape
     ):
-        if acc is None:
-            return np.array(g, copy=True)  # its own array: g's buffer is reused
-        # an array of g's shape (not like's) is the private one made above
+        if acc is None:  # held, not copied: while held, no buffer ring hands it
+            return g  # out and no in-place update sees it exclusive
         if type(acc) is np.ndarray and acc.shape == g.shape and acc.dtype == g.dtype:
-            np.add(acc, g, out=acc)
-            return acc
+            if exclusive(acc):  # the sum made at an earlier step: ours alone
+                np.add(acc, g, out=acc)
+                return acc
+            return np.add(acc, g)
     return add(unbroadcast(acc, like), unbroadcast(g, like))
 
 

@@ -160,13 +160,15 @@ def test_sum_steps_runtime():
     like = np.zeros(3)
     a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
     acc = steps.sum_steps(None, a, like)
-    assert acc is not a  # its own array: a's buffer may be reused
+    assert acc is a  # held: a is never written into
     acc = steps.sum_steps(acc, b, like)
+    assert acc is not a
+    acc = steps.sum_steps(acc, b, like)  # its own sum now: added in place
     acc = steps.sum_steps(acc, None, like)
     acc = steps.sum_steps(acc, np.ones((4, 3)), like)  # another shape: summed down
     acc = steps.sum_steps(acc, np.ones(3), like)  # like's shape
     acc = steps.sum_steps(acc, np.ones((2, 3), np.float32), like)  # another dtype
-    want = a.sum(0) + b.sum(0) + 4 + 1 + 2
+    want = a.sum(0) + 2 * b.sum(0) + 4 + 1 + 2
     np.testing.assert_allclose(unbroadcast(acc, like), want)
     np.testing.assert_allclose(a, np.arange(6.0).reshape(2, 3))  # untouched
     # a number as like: every step summed whole
