@@ -205,7 +205,10 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1"))
             g_params_item_3_steps = sum_steps(
-                g_params_item_3_steps, g_add_2, params_item_3
+                g_params_item_3_steps,
+                g_add_2,
+                params_item_3,
+                out=ws.take("g_params_item_3_steps"),
             )
         g_add_2 = None
         g_matmul = None
@@ -267,7 +270,10 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1.2"))
             g_params_item_3_steps_1 = sum_steps(
-                g_params_item_3_steps_1, g_add_2, params_item_3
+                g_params_item_3_steps_1,
+                g_add_2,
+                params_item_3,
+                out=ws.take("g_params_item_3_steps_1"),
             )
         g_add_2 = None
         g_matmul = None

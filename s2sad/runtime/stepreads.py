@@ -31,11 +31,12 @@ from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.steps import _index, _ints, _slice_of, stepwise_matmul
 from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
+from s2sad.runtime.workspace import owned
 
 # ================================================================ sums over steps
 
 
-def sum_steps(acc: Any, g: Any, like: Any) -> Any:
+def sum_steps(acc: Any, g: Any, like: Any, out: Any = None) -> Any:
     """One step of a loop's sum of ``unbroadcast(g, like)``, the sum down to
     ``like`` taken once after the loop (the ``loopsums`` pass): the result ``r``
     is such that ``unbroadcast(r, like)`` is ``unbroadcast(acc, like) +
@@ -44,7 +45,8 @@ def sum_steps(acc: Any, g: Any, like: Any) -> Any:
     A bias's cotangent in a loop, ``g_b += unbroadcast(g_z, b)`` each step,
     costs a row sum a step; here the steps' ``g`` (of one shape, with more
     entries than ``like``, in its dtype) are added entry by entry (into their
-    sum's own array from the third step on: ``refcounts.exclusive``), and
+    sum's own array from the third step on: ``refcounts.exclusive``, or a
+    workspace buffer only it holds; ``out``: a buffer for the second), and
     summed down once: the same terms, added in another order.  Any
     other step (another shape or dtype, a number, a container) is summed down
     at once, as before."""
@@ -60,22 +62,31 @@ def sum_steps(acc: Any, g: Any, like: Any) -> Any:
         if acc is None:  # held, not copied: while held, no buffer ring hands it
             return g  # out and no in-place update sees it exclusive
         if type(acc) is np.ndarray and acc.shape == g.shape and acc.dtype == g.dtype:
-            if exclusive(acc):  # the sum made at an earlier step: ours alone
-                np.add(acc, g, out=acc)
+            if exclusive(acc) or (owned(acc) and exclusive(acc, 1)):
+                np.add(acc, g, out=acc)  # the sum made at an earlier step: ours
                 return acc
+            if (  # a workspace buffer (``out``) for the sum
+                type(out) is np.ndarray
+                and out.shape == g.shape
+                and out.dtype == g.dtype
+                and out.flags.writeable
+                and out is not acc
+                and out is not g
+            ):
+                return np.add(acc, g, out=out)
             return np.add(acc, g)
     return add(unbroadcast(acc, like), unbroadcast(g, like))
 
 
 @tangent(sum_steps)
-def jvp_sum_steps_acc(t, ans, acc, g, like):
+def jvp_sum_steps_acc(t, ans, acc, g, like, out=None):
     # jointly linear in acc and g: each tangent summed down to like's shape
     # (whatever the primal's representation, the sums down then agree)
     return unbroadcast(t, like)
 
 
 @tangent(sum_steps, argnum=1)
-def jvp_sum_steps_g(t, ans, acc, g, like):
+def jvp_sum_steps_g(t, ans, acc, g, like, out=None):
     return unbroadcast(t, like)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
-from s2sad.runtime.stepreads import step_product, stepwise_ahead
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
 
@@ -151,6 +151,8 @@ class Facts:
             return all(self.some_known(a) for a in v.args)
         if self.rule_of(v) is add_at_index:
             return self.some_known(v.args[0])
+        if self.rule_of(v) is sum_steps:  # loopsums': a sum of the steps' g
+            return self.some_known(v.args[1])
         return self.rule_of(v) in (
             stepwise_matmul,
             stepwise_ahead,
@@ -239,6 +241,8 @@ class Facts:
                 and self.is_shaped(v.args[1])
                 and all(self.is_fixed(a) for a in v.args[2:])
             )
+        if self.rule_of(v) is sum_steps:  # shaped like g (checked at run time)
+            return self.is_shaped(v.args[1])
         if self.rule_of(v) is step_product:  # a step of the hoisted product
             return self.is_shaped(v.args[0]) and self.is_fixed(v.args[3])
         if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x

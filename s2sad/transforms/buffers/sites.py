@@ -38,14 +38,20 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
-from s2sad.runtime.stepreads import step_product, stepwise_ahead
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
 from s2sad.transforms.buffers.facts import REDUCTIONS, Facts, helper_of
 
 #: hoist's and peel's products (their ``out=``: a buffer for the product)
-STEP_PRODUCTS = (stepwise_matmul, stepwise_ahead, step_product, matmul_zeros)
+STEP_PRODUCTS = (
+    stepwise_matmul,
+    stepwise_ahead,
+    step_product,
+    matmul_zeros,
+    sum_steps,  # loopsums': a buffer for the sum over steps
+)
 
 
 class Sites(Facts):

@@ -21,6 +21,13 @@ else the per-step products stacked), and its adjoint rule takes all steps'
 cotangents at once, so the backward sweep runs one ``xs.T @ g`` after the loop
 instead of one product per step.
 
+Where ``xs`` is no differentiated value (the usual case: the data), the loop
+reads ``matmul = step_product(xs_at_Wx, xs, Wx, 1, t)`` of ``xs_at_Wx =
+stepwise_ahead(xs, Wx, 1, r)`` instead (``s2sad/runtime/stepreads.py``): the
+same entries, computed ahead only when a step's product is small, and
+differentiated as ``xs``'s step ``@ Wx`` one step at a time, so no cotangent
+of the stacked product is built a step at a time and summed after the loop.
+
 The pass runs in reverse mode only, after normalize (one operation per
 statement), on a ``for`` over a ``range`` whose body, at its top level, holds
 ``a = A[i]`` and later ``m = a @ W`` (or ``np.matmul(a, W)``), where
