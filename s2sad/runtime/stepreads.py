@@ -22,16 +22,36 @@ the loop instead of every step.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from s2sad.runtime.refcounts import exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
-from s2sad.runtime.steps import _index, _ints, _slice_of, stepwise_matmul
+from s2sad.runtime.steps import stepwise_matmul
 from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
 from s2sad.runtime.workspace import owned
+
+
+def _index(axis: int, t: Any) -> tuple:
+    """``(:,) * axis + (t,)``: step ``t`` along ``axis``."""
+    return (slice(None),) * axis + (t,)
+
+
+def _slice_of(axis: int, tiles: tuple, t: int) -> tuple:
+    """Step ``t``'s slice ``a * t + b : p * t + q`` along ``axis``."""
+    a, b, p, q = tiles
+    return _index(axis, slice(a * t + b, p * t + q))
+
+
+def _ints(values: Any) -> tuple | None:
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        return None
+
 
 # ================================================================ sums over steps
 
