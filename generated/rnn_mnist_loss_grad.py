@@ -13,9 +13,15 @@ from s2sad.runtime.support import (
     zeros,
 )
 from s2sad.runtime.contractions import d_matmul
-from s2sad.runtime.indexing import add_at_index, d_getitem
+from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.steps import d_stepwise_matmul_rhs, matmul_zeros, stepwise_matmul
+from s2sad.runtime.stepreads import (
+    d_step_product_rhs,
+    step_product,
+    stepwise_ahead,
+    sum_steps,
+)
+from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from rnn_mnist import logits
 
 
@@ -65,7 +71,7 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
         tape.append(params_item_3)
         params_item_3 = params["bh"]
         tape.append(x_at_params_item_1)
-        x_at_params_item_1 = stepwise_matmul(
+        x_at_params_item_1 = stepwise_ahead(
             x,
             params_item_1,
             1,
@@ -75,7 +81,14 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     r_first = r[:1]
     for t in r_first:
         tape.append(matmul)
-        matmul = x_at_params_item_1[:, t]
+        matmul = step_product(
+            x_at_params_item_1,
+            x,
+            params_item_1,
+            1,
+            t,
+            (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        )
         tape.append(matmul_1)
         matmul_1 = matmul_zeros(h, params_item_2)
         tape.append(add_1)
@@ -87,7 +100,14 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     t_old_1 = t
     for t in r_rest:
         tape.append(matmul)
-        matmul = x_at_params_item_1[:, t]
+        matmul = step_product(
+            x_at_params_item_1,
+            x,
+            params_item_1,
+            1,
+            t,
+            (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        )
         tape.append(matmul_1)
         matmul_1 = h @ params_item_2
         tape.append(add_1)
@@ -114,7 +134,6 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             params_item_3,
             params_item_4,
             params_item_5,
-            r,
             r_first,
             r_once,
             r_rest,
@@ -141,7 +160,6 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         params_item_3,
         params_item_4,
         params_item_5,
-        r,
         r_first,
         r_once,
         r_rest,
@@ -172,9 +190,10 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_add_2 = None
     g_matmul = None
     g_matmul_1 = None
+    g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
-    g_x_at_params_item_1 = None
+    g_params_item_3_steps = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
@@ -185,10 +204,11 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_add_1 = None
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1"))
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3"),
+            g_params_item_3_steps = sum_steps(
+                g_params_item_3_steps,
+                g_add_2,
+                params_item_3,
+                out=ws.take("g_params_item_3_steps"),
             )
         g_add_2 = None
         g_matmul = None
@@ -213,19 +233,32 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_x_at_params_item_1 = add_at_index(
-                g_x_at_params_item_1,
+            ct_params_item_1 = d_step_product_rhs(
                 g_matmul,
+                matmul,
                 x_at_params_item_1,
-                (slice(None, None, None), t),
-                out=ws.take("g_x_at_params_item_1"),
+                x,
+                params_item_1,
+                1,
+                t,
+                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                into=(ws.take("ct_params_item_1"),),
+            )[0]
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
             )
         g_matmul = None
         matmul = tape.pop()
+    g_params_item_3 = accumulate(
+        g_params_item_3,
+        unbroadcast(g_params_item_3_steps, params_item_3),
+        out=ws.take("g_params_item_3"),
+    )
     t = t_old_1
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
+    g_params_item_3_steps_1 = None
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
@@ -236,10 +269,11 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_add_1 = None
         if g_add_2 is not None:
             g_add_1 = unbroadcast(g_add_2, add_1, out=ws.take("g_add_1.2"))
-            g_params_item_3 = accumulate(
-                g_params_item_3,
-                unbroadcast(g_add_2, params_item_3),
-                out=ws.take("g_params_item_3.2"),
+            g_params_item_3_steps_1 = sum_steps(
+                g_params_item_3_steps_1,
+                g_add_2,
+                params_item_3,
+                out=ws.take("g_params_item_3_steps_1"),
             )
         g_add_2 = None
         g_matmul = None
@@ -252,31 +286,29 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_x_at_params_item_1 = add_at_index(
-                g_x_at_params_item_1,
+            ct_params_item_1_1 = d_step_product_rhs(
                 g_matmul,
-                x_at_params_item_1,
-                (slice(None, None, None), t),
-                out=ws.take("g_x_at_params_item_1.2"),
-            )
-        g_matmul = None
-        matmul = tape.pop()
-    g_params_item_1 = None
-    for t_once in reversed(r_once):
-        # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
-        g_params_item_1 = None
-        if g_x_at_params_item_1 is not None:
-            g_params_item_1 = d_stepwise_matmul_rhs(
-                g_x_at_params_item_1,
+                matmul,
                 x_at_params_item_1,
                 x,
                 params_item_1,
                 1,
-                r,
+                t,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                into=(ws.take("g_params_item_1"),),
+                into=(ws.take("ct_params_item_1_1"),),
             )[0]
-        g_x_at_params_item_1 = None
+            g_params_item_1 = accumulate(
+                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
+            )
+        g_matmul = None
+        matmul = tape.pop()
+    g_params_item_3 = accumulate(
+        g_params_item_3,
+        unbroadcast(g_params_item_3_steps_1, params_item_3),
+        out=ws.take("g_params_item_3.2"),
+    )
+    for t_once in reversed(r_once):
+        # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         x_at_params_item_1 = tape.pop()
         if g_params_item_3 is not None:
             ct_params_1 = d_getitem(

@@ -4,7 +4,7 @@ Both modes run the same front passes, then their own::
 
     reverse:  validate -> desugar -> normalize -> bind -> objects -> hoist -> peel
               -> activity -> aliasing -> shifts -> fuse -> losses -> reverse -> cleanup
-              -> assemble -> spreads -> buffers -> scalar -> substitute -> methods
+              -> assemble -> spreads -> loopsums -> buffers -> scalar -> substitute -> methods
               (per function)
               -> connect -> entry_reads -> guards -> emit          (per module)
     forward:  unstar -> validate -> desugar -> normalize -> bind -> objects -> activity
@@ -38,7 +38,7 @@ from s2sad.transforms.forward import assembly as forward
 from s2sad.transforms.front import fuse, hoist, objects, parse, peel, prepare, shifts
 from s2sad.transforms.module import Job, ModuleBuilder
 from s2sad.transforms.reverse import assembly as reverse
-from s2sad.transforms.reverse import spreads
+from s2sad.transforms.reverse import loopsums, spreads
 
 REVERSE, FORWARD = "reverse", "forward"
 MODES = (REVERSE, FORWARD)
@@ -69,6 +69,7 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
     ("assemble", reverse.assemble, (REVERSE,)),
     ("assemble", forward.assemble, (FORWARD,)),
     ("spreads", spreads.run, (REVERSE,)),
+    ("loopsums", loopsums.run, (REVERSE,)),
     ("buffers", buffers.function_pass, (REVERSE,)),
     ("scalar", scalar.run, (REVERSE,)),
     ("substitute", substitute.run, (REVERSE,)),
@@ -79,7 +80,9 @@ PASSES: list[tuple[str, PassFn, tuple[str, ...]]] = [
 #: step helpers, fused kernels): skipped for calls with arrays of other libraries
 #: (``Options.buffers == "foreign"``: Dask, torch, CuPy, Array API), whose code
 #: runs as written
-NUMPY_ONLY = frozenset({"hoist", "peel", "fuse", "losses", "methods", "spreads"})
+NUMPY_ONLY = frozenset(
+    {"hoist", "peel", "fuse", "losses", "methods", "spreads", "loopsums"}
+)
 
 #: (name, pass, modes), over the whole module once every function is compiled
 MODULE_PASSES: list[tuple[str, Callable[[ModuleBuilder], None], tuple[str, ...]]] = [

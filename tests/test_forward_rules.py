@@ -30,6 +30,7 @@ from s2sad.runtime import (
     registry,
     shapes,
     statistics,
+    stepreads,
     steps,
     support,
     tangents,
@@ -348,6 +349,9 @@ CONTRACTIONS = [
     (np.linalg.multi_dot, ([rnd(2, 3), rnd(3, 3), rnd(3)],)),
     (steps.stepwise_matmul, (rnd(3, 4, 2), rnd(2, 5), 1, range(4))),
     (steps.stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(1, 3))),
+    # a step of a product not computed ahead (None): x's step t @ w
+    (stepreads.step_product, (None, rnd(3, 4, 2), rnd(2, 5), 1, 2)),
+    (stepreads.step_product, (None, rnd(3, 8, 2), rnd(2, 5), 1, 1, (2, 0, 2, 2))),
 ]  # fmt: skip
 if hasattr(np, "matvec"):
     CONTRACTIONS += [(np.matvec, (rnd(2, 3), rnd(3))), (np.vecmat, (rnd(3), rnd(3, 2)))]
@@ -519,6 +523,9 @@ rule_primal = {
     losses.d_picked_log_softmax: losses.picked_log_softmax_as_written,
     steps.d_stepwise_matmul_lhs: steps.stepwise_matmul,
     steps.d_stepwise_matmul_rhs: steps.stepwise_matmul,
+    stepreads.d_step_product: stepreads.step_product,
+    stepreads.d_step_product_lhs: stepreads.step_product,
+    stepreads.d_step_product_rhs: stepreads.step_product,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -544,6 +551,9 @@ RULE_CASES = [
     (steps.d_stepwise_matmul_lhs, (rnd(3, 4, 2), rnd(2, 5), 1, range(1, 3))),
     (steps.d_stepwise_matmul_rhs, (rnd(3, 4, 2), rnd(2, 5), 0, range(2))),
     (steps.d_stepwise_matmul, (rnd(3, 4, 2), rnd(2), 1, range(4))),
+    (stepreads.d_step_product, (None, rnd(3, 4, 2), rnd(2, 5), 1, 2)),
+    (stepreads.d_step_product_lhs, (None, rnd(3, 8, 2), rnd(2, 5), 1, 1, (2, 0, 2, 2))),
+    (stepreads.d_step_product_rhs, (None, rnd(3, 4, 2), rnd(2, 5), 1, 0)),
     (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "mean")),
     (losses.d_sigmoid_log_likelihood_z, (*SIGMOID_LL, "mean")),
     (losses.d_sigmoid_log_likelihood, (*SIGMOID_LL, "sum", True)),

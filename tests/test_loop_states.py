@@ -124,8 +124,10 @@ def test_a_cotangent_reset_each_iteration_is_bound_not_accumulated():
     # parameters' cotangents still sum over the iterations
     assert "accumulate(g_Wh" in loop
     assert "accumulate(g_b," in loop
-    # the bias broadcasts: its unbroadcast stays
-    assert "unbroadcast(g_add_1, b)" in loop
+    # the bias broadcasts: the steps' cotangents are summed (loopsums), then
+    # summed down once after the loop
+    assert "sum_steps(g_b_steps, g_add_1, b" in loop
+    assert "unbroadcast(g_b_steps, b)" in loop
 
 
 def test_a_cotangent_set_on_every_path_needs_no_test():

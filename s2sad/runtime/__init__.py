@@ -32,6 +32,7 @@ RULE_MODULES = (
     "shapes",
     "statistics",
     "steps",
+    "stepreads",
 )
 
 #: rule modules for optional libraries: (module, the library it needs), loaded

@@ -30,6 +30,7 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
 
@@ -150,7 +151,14 @@ class Facts:
             return all(self.some_known(a) for a in v.args)
         if self.rule_of(v) is add_at_index:
             return self.some_known(v.args[0])
-        return self.rule_of(v) in (stepwise_matmul, matmul_zeros)  # hoist, peel
+        if self.rule_of(v) is sum_steps:  # loopsums': a sum of the steps' g
+            return self.some_known(v.args[1])
+        return self.rule_of(v) in (
+            stepwise_matmul,
+            stepwise_ahead,
+            matmul_zeros,
+            step_product,
+        )
 
     def some_known(self, *exprs: ast.expr) -> bool:
         """Some operand is a NumPy value (so the operator is the ufunc)."""
@@ -227,12 +235,16 @@ class Facts:
             return all(self.is_fixed(a) for a in v.args) and kw_fixed
         if self.rule_of(v) is add_at_index:  # g_x + a part: shaped like x
             return self.is_shaped(v.args[0]) and self.is_shaped(v.args[2])
-        if self.rule_of(v) is stepwise_matmul:  # (x, w, axis, the loop's range)
+        if self.rule_of(v) in (stepwise_matmul, stepwise_ahead):  # (x, w, axis, range)
             return (
                 self.is_shaped(v.args[0])
                 and self.is_shaped(v.args[1])
                 and all(self.is_fixed(a) for a in v.args[2:])
             )
+        if self.rule_of(v) is sum_steps:  # shaped like g (checked at run time)
+            return self.is_shaped(v.args[1])
+        if self.rule_of(v) is step_product:  # a step of the hoisted product
+            return self.is_shaped(v.args[0]) and self.is_fixed(v.args[3])
         if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x
             return self.is_shaped(v.args[0]) and kw_fixed
         if self.rule_of(v) is matmul_zeros:  # a peeled loop's zero product

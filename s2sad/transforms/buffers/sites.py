@@ -38,10 +38,20 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
 from s2sad.transforms.buffers.facts import REDUCTIONS, Facts, helper_of
+
+#: hoist's and peel's products (their ``out=``: a buffer for the product)
+STEP_PRODUCTS = (
+    stepwise_matmul,
+    stepwise_ahead,
+    step_product,
+    matmul_zeros,
+    sum_steps,  # loopsums': a buffer for the sum over steps
+)
 
 
 class Sites(Facts):
@@ -163,7 +173,7 @@ class Sites(Facts):
             and self.some_known(v.func.value)
         ):
             return self._with_out(v, label, in_loop)
-        if self.rule_of(v) in (stepwise_matmul, matmul_zeros) and not v.keywords:
+        if self.rule_of(v) in STEP_PRODUCTS and not v.keywords:
             return self._with_out(v, label, in_loop)  # hoist's and peel's products
         if self.rule_of(v) is log_softmax_as_written and len(v.args) == 1:
             return self._with_out(v, label, in_loop)  # fuse's (x, axis=...)

@@ -21,6 +21,13 @@ else the per-step products stacked), and its adjoint rule takes all steps'
 cotangents at once, so the backward sweep runs one ``xs.T @ g`` after the loop
 instead of one product per step.
 
+Where ``xs`` is no differentiated value (the usual case: the data), the loop
+reads ``matmul = step_product(xs_at_Wx, xs, Wx, 1, t)`` of ``xs_at_Wx =
+stepwise_ahead(xs, Wx, 1, r)`` instead (``s2sad/runtime/stepreads.py``): the
+same entries, computed ahead only when a step's product is small, and
+differentiated as ``xs``'s step ``@ Wx`` one step at a time, so no cotangent
+of the stacked product is built a step at a time and summed after the loop.
+
 The pass runs in reverse mode only, after normalize (one operation per
 statement), on a ``for`` over a ``range`` whose body, at its top level, holds
 ``a = A[i]`` and later ``m = a @ W`` (or ``np.matmul(a, W)``), where
@@ -49,7 +56,7 @@ import types
 import numpy as np
 
 from s2sad.transforms.astutil import anno, const, name
-from s2sad.transforms.front import invariants
+from s2sad.transforms.front import activity, invariants
 from s2sad.transforms.front.calls import CallInfo
 
 #: methods that change their array in place
@@ -163,16 +170,8 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
                 if key in anno(s2):
                     anno(new)[key] = anno(s2)[key]
             added.append(new)
-            if axis == 0:
-                index = name(t)
-            else:  # R[:, t]: step t along the axis, everything after it
-                parts = [
-                    ast.Slice(lower=None, upper=None, step=None) for _ in range(axis)
-                ]
-                index = ast.Tuple(elts=[*parts, name(t)], ctx=ast.Load())
             s2.value = ast.copy_location(
-                ast.Subscript(value=name(hoisted), slice=index, ctx=ast.Load()),
-                s2.value,
+                _read_step(job, module, value, hoisted, args, axis, t), s2.value
             )
             loads[a] = loads.get(a, 0) - 1
     # a step read that nothing reads any more goes, then the index arithmetic
@@ -191,6 +190,43 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
                     loads[sub.id] = loads.get(sub.id, 0) - 1
         dropped = [s for s in loop.body if _dead_arithmetic(s, loads, stored)]
     return added
+
+
+def _read_step(job, module, product, hoisted: str, args: list, axis: int, t: str):
+    """Step ``t`` of the hoisted product.  Where the stepped array is no
+    differentiated value, ``step_product(R, A, W, axis, t[, tiles])``: the
+    same entries, differentiated as ``A``'s step ``@ W`` (one ``A_t.T @ g`` a
+    step for ``W``; ``R`` no operand, so it gets no cotangent and nothing is
+    scattered into one).  Else ``R[:, t]``: its cotangent is added into ``R``'s
+    a step and ``stepwise_matmul``'s rule takes all steps at once (one
+    ``g @ W.T`` for ``A``, not a zero array of ``A``'s shape a step)."""
+    from s2sad.runtime.stepreads import step_product, stepwise_ahead
+
+    if args[0].id not in _active(job):
+        ahead = module.rule_ref(stepwise_ahead)
+        product.func = ahead
+        anno(product)["call"] = CallInfo("rule", stepwise_ahead)
+        extra = [copy.deepcopy(a) for a in args[4:]]
+        read_args = [name(hoisted), name(args[0].id), name(args[1].id)]
+        read_args += [const(axis), name(t), *extra]
+        value = ast.Call(
+            func=module.rule_ref(step_product), args=read_args, keywords=[]
+        )
+        anno(value)["call"] = CallInfo("rule", step_product)
+        return value
+    if axis == 0:
+        index = name(t)
+    else:  # R[:, t]: step t along the axis, everything after it
+        parts = [ast.Slice(lower=None, upper=None, step=None) for _ in range(axis)]
+        index = ast.Tuple(elts=[*parts, name(t)], ctx=ast.Load())
+    return ast.Subscript(value=name(hoisted), slice=index, ctx=ast.Load())
+
+
+def _active(job) -> set[str]:
+    """Names that may depend on the differentiated parameters (the activity
+    pass's forward fixpoint, on the code as it is now)."""
+    flows = [activity.flow(s) for s in activity.simple_statements(job.node.body)]
+    return activity.solve(job.node, list(job.wrt), flows, True).active
 
 
 def _dead_arithmetic(stmt, loads: dict, stored: dict) -> bool:

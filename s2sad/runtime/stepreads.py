@@ -1,0 +1,256 @@
+"""Loop steps read and summed one step at a time (the hoist and loopsums passes).
+
+Where a loop's per-step product ``x[:, t, :] @ w`` reads an ``x`` that is no
+differentiated value, the ``hoist`` pass (``transforms/front/hoist.py``) writes::
+
+    x_at_w = stepwise_ahead(x, w, 1, r)
+    for t in r:
+        matmul = step_product(x_at_w, x, w, 1, t)
+
+``stepwise_ahead`` is ``steps.stepwise_matmul`` (every step's product in one
+call) when a step's product is small (``AHEAD_ENTRIES``), else None;
+``step_product`` reads step ``t`` of it, or computes that step's own product.
+Its rules differentiate it as ``x``'s step times ``w``, one step at a time: the
+backward sweep runs one ``x_t.T @ g`` a step for ``w`` and never builds a
+cotangent of the stacked product (no per-step add into it, no product after
+the loop).
+
+``sum_steps`` is the ``loopsums`` pass's helper (``transforms/reverse/
+loopsums.py``): a loop-invariant operand's cotangent summed down once after
+the loop instead of every step.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.refcounts import exclusive
+from s2sad.runtime.registry import adjoint, nondifferentiable
+from s2sad.runtime.steps import stepwise_matmul
+from s2sad.runtime.support import add, unbroadcast
+from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
+from s2sad.runtime.workspace import owned
+
+
+def _index(axis: int, t: Any) -> tuple:
+    """``(:,) * axis + (t,)``: step ``t`` along ``axis``."""
+    return (slice(None),) * axis + (t,)
+
+
+def _slice_of(axis: int, tiles: tuple, t: int) -> tuple:
+    """Step ``t``'s slice ``a * t + b : p * t + q`` along ``axis``."""
+    a, b, p, q = tiles
+    return _index(axis, slice(a * t + b, p * t + q))
+
+
+def _ints(values: Any) -> tuple | None:
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        return None
+
+
+# ================================================================ sums over steps
+
+
+def sum_steps(acc: Any, g: Any, like: Any, out: Any = None) -> Any:
+    """One step of a loop's sum of ``unbroadcast(g, like)``, the sum down to
+    ``like`` taken once after the loop (the ``loopsums`` pass): the result ``r``
+    is such that ``unbroadcast(r, like)`` is ``unbroadcast(acc, like) +
+    unbroadcast(g, like)`` (None is zero).
+
+    A bias's cotangent in a loop, ``g_b += unbroadcast(g_z, b)`` each step,
+    costs a row sum a step; here the steps' ``g`` (of one shape, with more
+    entries than ``like``, in its dtype) are added entry by entry (into their
+    sum's own array from the third step on: ``refcounts.exclusive``, or a
+    workspace buffer only it holds; ``out``: a buffer for the second), and
+    summed down once: the same terms, added in another order.  Any
+    other step (another shape or dtype, a number, a container) is summed down
+    at once, as before."""
+    if g is None:
+        return acc
+    if (
+        type(g) is np.ndarray
+        and type(like) is np.ndarray
+        and g.dtype == like.dtype
+        and g.ndim >= like.ndim
+        and g.shape != like.shape
+    ):
+        if acc is None:  # held, not copied: while held, no buffer ring hands it
+            return g  # out and no in-place update sees it exclusive
+        if type(acc) is np.ndarray and acc.shape == g.shape and acc.dtype == g.dtype:
+            if exclusive(acc) or (owned(acc) and exclusive(acc, 1)):
+                np.add(acc, g, out=acc)  # the sum made at an earlier step: ours
+                return acc
+            if (  # a workspace buffer (``out``) for the sum
+                type(out) is np.ndarray
+                and out.shape == g.shape
+                and out.dtype == g.dtype
+                and out.flags.writeable
+                and out is not acc
+                and out is not g
+            ):
+                return np.add(acc, g, out=out)
+            return np.add(acc, g)
+    return add(unbroadcast(acc, like), unbroadcast(g, like))
+
+
+@tangent(sum_steps)
+def jvp_sum_steps_acc(t, ans, acc, g, like, out=None):
+    # jointly linear in acc and g: each tangent summed down to like's shape
+    # (whatever the primal's representation, the sums down then agree)
+    return unbroadcast(t, like)
+
+
+@tangent(sum_steps, argnum=1)
+def jvp_sum_steps_g(t, ans, acc, g, like, out=None):
+    return unbroadcast(t, like)
+
+
+# ================================================================ one step, differentiated per step
+
+
+def _step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
+    """Step ``t`` of ``x`` as the loop read it: ``x[(:,) * axis + (t,)]``, or
+    the slice ``a * t + b : p * t + q`` along ``axis`` for ``tiles = (a, b, p, q)``."""
+    if tiles is None:
+        return x[_index(axis, t)]
+    return x[_slice_of(axis, tuple(tiles), t)]
+
+
+#: entries of one step's product up to which ``stepwise_ahead`` computes all
+#: steps at once: the steps then run one BLAS call instead of one each.  Above
+#: it each step's own product (a contiguous array) is as fast (measured on
+#: rnn_mnist's (100, 196) @ (196, 64) steps: one product per step ran the whole
+#: gradient about 3% faster, the reads of the stacked product being strided)
+AHEAD_ENTRIES = 2048
+
+
+def stepwise_ahead(
+    x: Any, w: Any, axis: int, steps: Any, tiles: Any = None, out: Any = None
+) -> Any:
+    """``stepwise_matmul(x, w, axis, steps, tiles)`` when one step's product is
+    small (at most ``AHEAD_ENTRIES`` entries, ``w`` a matrix), else None: then
+    ``step_product`` computes each step's product itself.  Only ``step_product``
+    reads it, and differentiates through ``x`` and ``w``: it is no operand
+    (no gradient, no tangent)."""
+    if type(x) is not np.ndarray or np.ndim(w) != 2:
+        return stepwise_matmul(x, w, axis, steps, tiles, out)
+    if tiles is None:
+        rows = x.size // max(x.shape[axis] * x.shape[-1], 1)
+    else:
+        bounds = _ints(tiles)
+        if bounds is None or bounds[0] != bounds[2]:
+            return stepwise_matmul(x, w, axis, steps, tiles, out)
+        rows = x.size // max(x.shape[axis] * x.shape[-1], 1) * (bounds[3] - bounds[1])
+        if axis == x.ndim - 1:
+            rows = x.size // max(x.shape[-1], 1)
+    if rows * np.shape(w)[-1] > AHEAD_ENTRIES:
+        return None
+    return stepwise_matmul(x, w, axis, steps, tiles, out)
+
+
+nondifferentiable(stepwise_ahead)
+constant(stepwise_ahead)
+
+
+def step_product(
+    prod: Any, x: Any, w: Any, axis: int, t: Any, tiles: Any = None, out: Any = None
+) -> Any:
+    """Step ``t`` of ``x`` times ``w``: ``prod[(:,) * axis + (t,)]`` of
+    ``prod = stepwise_ahead(x, w, axis, steps, tiles)``, computed before the
+    loop, or the step's own product when that is None (``out``: a buffer for
+    it).  Its rules differentiate it as ``x``'s step ``@ w``, one step at a
+    time (the hoist pass writes it where ``x`` is no differentiated value: the
+    backward sweep runs one ``x_t.T @ g`` a step for ``w``, and scatters
+    nothing into a cotangent of ``prod``)."""
+    if prod is not None:
+        return prod[_index(axis, t)]
+    xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+    if (  # the common case: matrices of one dtype, a buffer that fits
+        type(out) is np.ndarray
+        and type(xt) is np.ndarray
+        and type(w) is np.ndarray
+        and xt.ndim == 2
+        and w.ndim == 2
+        and xt.dtype == w.dtype == out.dtype
+        and out.shape == (xt.shape[0], w.shape[1])
+        and out.flags.writeable
+    ):
+        return np.matmul(xt, w, out=out)
+    return np.matmul(xt, w)
+
+
+def _step_grads(g, x, w, axis, t, tiles, need, into=None) -> tuple:
+    from s2sad.runtime.contractions import d_matmul_lhs, d_matmul_rhs
+
+    xt = _step_of(x, axis, t, tiles)
+    gx = gw = None
+    if need[0]:
+        gx = np.zeros(np.shape(x), dtype=_float_of(x, w))
+        part = d_matmul_lhs(g, None, xt, w)[0]
+        at = _index(axis, t) if tiles is None else _slice_of(axis, tuple(tiles), t)
+        gx[at] += part
+    if need[1]:
+        gw = d_matmul_rhs(g, None, xt, w, into=into)[0]
+    return gx, gw
+
+
+def _float_of(x: Any, w: Any) -> Any:
+    dtype = np.result_type(x, w)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+@adjoint(step_product)
+def d_step_product(g, ans, prod, x, w, axis, t, tiles=None, out=None):
+    gx, gw = _step_grads(g, x, w, axis, t, tiles, (True, True))
+    return (None, gx, gw, None, None, None, None)
+
+
+@adjoint(step_product, argnum=1)
+def d_step_product_lhs(g, ans, prod, x, w, axis, t, tiles=None, out=None):
+    return (_step_grads(g, x, w, axis, t, tiles, (True, False))[0],)
+
+
+@adjoint(step_product, argnum=2)
+def d_step_product_rhs(g, ans, prod, x, w, axis, t, tiles=None, out=None, *, into=None):
+    if (  # the common case: matrices of one float dtype
+        type(x) is np.ndarray
+        and type(g) is np.ndarray
+        and type(w) is np.ndarray
+        and g.ndim == 2
+        and w.ndim == 2
+        and g.dtype == w.dtype == x.dtype
+        and g.dtype.kind == "f"
+    ):
+        xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+        if xt.ndim == 2:
+            buf = into[0] if into else None
+            if (  # a buffer that fits
+                type(buf) is np.ndarray
+                and buf.dtype == g.dtype
+                and buf.shape == w.shape
+                and buf.flags.writeable
+            ):
+                return (np.matmul(xt.T, g, out=buf),)
+            return (np.matmul(xt.T, g),)
+    return (_step_grads(g, x, w, axis, t, tiles, (False, True), into)[1],)
+
+
+@tangent(step_product, argnum=1)
+def jvp_step_product_x(t_x, ans, prod, x, w, axis, t, tiles=None, out=None):
+    return np.matmul(_step_of(t_x, axis, t, tiles), w)
+
+
+@tangent(step_product, argnum=2)
+def jvp_step_product_w(t_w, ans, prod, x, w, axis, t, tiles=None, out=None):
+    return np.matmul(_step_of(x, axis, t, tiles), t_w)
+
+
+# g and x, g and w: bilinear (prod, the axis, the step and the tiles: no operands)
+linear(d_step_product_lhs, slots=(0, 4), container=True)
+linear(d_step_product_rhs, slots=(0, 3), container=True)
+adjoint_of_multilinear(d_step_product, slots=(0, 3, 4))
