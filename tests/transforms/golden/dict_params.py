@@ -46,4 +46,4 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
 
 
 dict_params_value_and_grad.buffer_shares = {"sub": "mul", "g_add": "sub", "tanh": "add"}
-dict_params_value_and_grad.buffer_results = ("g_params", "g_params.2")
+dict_params_value_and_grad.buffer_results = {"g_params": 0, "g_params.2": 0}
