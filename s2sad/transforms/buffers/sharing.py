@@ -20,7 +20,8 @@ import ast
 from typing import Any
 
 from s2sad.transforms.astutil import anno, name
-from s2sad.transforms.buffers.facts import helper_of
+from s2sad.runtime import contractions
+from s2sad.transforms.buffers.facts import helper_of, runtime_rule
 from s2sad.transforms.buffers.sites import elementwise, is_np_call, once_key
 
 
@@ -173,11 +174,34 @@ class _Uses:
                     self.last[a.id] = node
         elif _unbroadcast(node) and isinstance(node.args[1], ast.Name):
             self.fine[node.args[1].id] = self.fine.get(node.args[1].id, 0) + 1
+        elif _unread_ans(node):
+            ans = node.args[1]
+            self.fine[ans.id] = self.fine.get(ans.id, 0) + 1
 
 
 def _unbroadcast(call: ast.Call) -> bool:
     """``unbroadcast(g, like)``: ``like`` is read for its shape only."""
     return helper_of(call) == "unbroadcast" and len(call.args) == 2
+
+
+#: the runtime's adjoint rules that never look at their ``ans`` argument (a
+#: product's cotangents need only its operands): a name passed there is not read
+UNREAD_ANS = (
+    contractions.d_matmul,
+    contractions.d_matmul_lhs,
+    contractions.d_matmul_rhs,
+)
+
+
+def _unread_ans(call: ast.Call) -> bool:
+    """``d_matmul(g, ans, x, y)`` and the like: ``ans`` is not read at all."""
+    rule = runtime_rule(call.func)
+    return (
+        rule is not None
+        and any(rule is r for r in UNREAD_ANS)
+        and len(call.args) >= 2
+        and isinstance(call.args[1], ast.Name)
+    )
 
 
 def _in_order(node: ast.AST, loop: bool, out: list) -> None:
