@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from s2sad.transforms.astutil import anno, name
 from s2sad.runtime import contractions
+from s2sad.transforms.astutil import anno, name
 from s2sad.transforms.buffers.facts import helper_of, runtime_rule
 from s2sad.transforms.buffers.sites import elementwise, is_np_call, once_key
 
