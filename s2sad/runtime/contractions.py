@@ -218,14 +218,13 @@ def _matrices(g: Any, x: Any, y: Any) -> bool:
 @adjoint(np.matmul, np.linalg.matmul)
 def d_matmul(g, ans, x, y, *, into=None):
     """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
-    if (  # float matrices with both buffers: straight to the two products
-        into is not None
-        and len(into) == 2
-        and _matrices(g, x, y)
-        and _fits_2d(into[0], x)
-        and _fits_2d(into[1], y)
-    ):
-        return (np.matmul(g, y.T, out=into[0]), np.matmul(x.T, g, out=into[1]))
+    if _matrices(g, x, y) and (into is None or len(into) == 2):
+        # float matrices: straight to the two products, into the buffers that fit
+        bx, by = into or (None, None)
+        return (
+            np.matmul(g, y.T, out=bx if _fits_2d(bx, x) else None),
+            np.matmul(x.T, g, out=by if _fits_2d(by, y) else None),
+        )
     if backend.any_foreign(g, x, y):  # Dask: cotangents built lazily, in Dask
         gx, gy = backend.matmul_grads(g, x, y)
         return (gx, gy)
@@ -246,13 +245,9 @@ def d_matmul(g, ans, x, y, *, into=None):
 @adjoint(np.matmul, np.linalg.matmul, argnum=0)
 def d_matmul_lhs(g, ans, x, y, *, into=None):
     """Only the left operand's cotangent: g @ y.T (no work for the right one)."""
-    if (  # float matrices with a buffer: straight to the product
-        into is not None
-        and len(into) == 1
-        and _matrices(g, x, y)
-        and _fits_2d(into[0], x)
-    ):
-        return (np.matmul(g, y.T, out=into[0]),)
+    if _matrices(g, x, y) and (into is None or len(into) == 1):
+        b = into[0] if into else None  # float matrices: straight to the product
+        return (np.matmul(g, y.T, out=b if _fits_2d(b, x) else None),)
     if backend.any_foreign(g, x, y):
         return (backend.matmul_grads(g, x, y)[0],)
     x, y = np.asarray(x), np.asarray(y)
@@ -270,13 +265,9 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
 @adjoint(np.matmul, np.linalg.matmul, argnum=1)
 def d_matmul_rhs(g, ans, x, y, *, into=None):
     """Only the right operand's cotangent: x.T @ g."""
-    if (  # float matrices with a buffer: straight to the product
-        into is not None
-        and len(into) == 1
-        and _matrices(g, x, y)
-        and _fits_2d(into[0], y)
-    ):
-        return (np.matmul(x.T, g, out=into[0]),)
+    if _matrices(g, x, y) and (into is None or len(into) == 1):
+        b = into[0] if into else None  # float matrices: straight to the product
+        return (np.matmul(x.T, g, out=b if _fits_2d(b, y) else None),)
     if (  # matrix @ vector of one float dtype: _vector_y's g @ x, checks first
         into is None
         and type(x) is np.ndarray

@@ -43,24 +43,30 @@ MIN_OUTER = 16
 
 def max_along(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False):
     """``a.max(axis, out=out, keepdims=keepdims)``, faster along a short axis."""
-    if _fast(a, axis, out):
-        return _along(np.maximum, a, axis, out, keepdims)
-    if _last_fast(a, axis, out):
-        got = _along(np.maximum, a, axis, out, keepdims)
-        if _unambiguous(got):
-            return got
-    return a.max(axis=axis, **_given(out, keepdims))
+    if type(a) is not np.ndarray:
+        return a.max(axis=axis, **_given(out, keepdims))
+    if a.size >= 2 * MIN_OUTPUTS:  # smaller: the method, without more checks
+        if _fast(a, axis, out):
+            return _along(np.maximum, a, axis, out, keepdims)
+        if _last_fast(a, axis, out):
+            got = _along(np.maximum, a, axis, out, keepdims)
+            if _unambiguous(got):
+                return got
+    return a.max(axis=axis, out=out, keepdims=keepdims)
 
 
 def min_along(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False):
     """``a.min(axis, out=out, keepdims=keepdims)``, faster along a short axis."""
-    if _fast(a, axis, out):
-        return _along(np.minimum, a, axis, out, keepdims)
-    if _last_fast(a, axis, out):
-        got = _along(np.minimum, a, axis, out, keepdims)
-        if _unambiguous(got):
-            return got
-    return a.min(axis=axis, **_given(out, keepdims))
+    if type(a) is not np.ndarray:
+        return a.min(axis=axis, **_given(out, keepdims))
+    if a.size >= 2 * MIN_OUTPUTS:  # smaller: the method, without more checks
+        if _fast(a, axis, out):
+            return _along(np.minimum, a, axis, out, keepdims)
+        if _last_fast(a, axis, out):
+            got = _along(np.minimum, a, axis, out, keepdims)
+            if _unambiguous(got):
+                return got
+    return a.min(axis=axis, out=out, keepdims=keepdims)
 
 
 def _last_fast(a: Any, axis: Any, out: Any) -> bool:
