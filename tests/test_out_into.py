@@ -210,3 +210,24 @@ def test_objects_among_the_arguments_keep_the_copy():
     ro = np.empty((3, 2))
     ro.flags.writeable = False
     assert outinto.plan((ro,), [], layout, sites) == {}
+
+
+def test_the_last_plan_is_reused_only_for_the_very_same_arrays(monkeypatch):
+    rng = np.random.default_rng(6)
+    W1, b1, W2, b2, x = _mlp_data(rng, n=600, d=16)  # x: 77 kB, W1: 16 x 16
+    want = numerical_grad(mlp, [W1, b1, W2, b2, x], (0, 1, 2, 3))
+    seen = _spy(monkeypatch)
+    vg = s2sad.value_and_grad(mlp, argnums=(0, 1, 2, 3))
+    outs = tuple(np.empty_like(a) for a in (W1, b1, W2, b2))
+    for _ in range(4):  # the same arrays: the plan kept
+        vg(W1, b1, W2, b2, x, out=outs)
+        _close(outs, want)
+    assert "g_W1" in seen[-1]
+    # the same out= arrays, but now an argument is a view of gW1's array
+    W1_view = outs[0].reshape(-1).reshape(W1.shape)
+    for _ in range(2):
+        W1_view[...] = W1
+        vg(W1_view, b1, W2, b2, x, out=outs)
+        np.testing.assert_allclose(outs[0], want[0], rtol=1e-6, atol=1e-8)
+        _close(outs[1:], want[1:])
+    assert "g_W1" not in seen[-1] and "g_W2" in seen[-1]

@@ -18,6 +18,7 @@ value.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -40,13 +41,11 @@ def _arrays(value: Any, found: list, depth: int = 0) -> bool:
 
 
 def _fits(out: Any, spec: tuple) -> bool:
-    return (
-        type(out) is np.ndarray
-        and out.shape == spec[0]
-        and out.dtype == spec[1]
-        and out.flags.c_contiguous
-        and out.flags.writeable
-    )
+    if type(out) is not np.ndarray or out.shape != spec[0]:
+        return False
+    dt = out.dtype
+    flags = out.flags
+    return (dt is spec[1] or dt == spec[1]) and flags.c_contiguous and flags.writeable
 
 
 def plan(results: tuple, args: list, layout: Any, sites: Any) -> dict:
@@ -65,27 +64,44 @@ def plan(results: tuple, args: list, layout: Any, sites: Any) -> dict:
         and memo[1] is layout
         and _same(memo[2], results)
         and _same(memo[3], args)
+        and all(_fits(out, layout.fixed[k]) for k, out in memo[4].items())
     ):
         return memo[4]
     chosen = _plan(results, args, layout, sites)
-    if all(type(a) is np.ndarray or type(a) in _FLAT for a in args):
-        # the memo holds the arrays themselves: their ids stay theirs, and an
-        # array another object refers to cannot be resized (refcheck)
-        _MEMO[0] = (sites, layout, tuple(results), tuple(args), chosen)
+    kept_results, kept_args = _refs(results), _refs(args)
+    if kept_results is not None and kept_args is not None:
+        _MEMO[0] = (sites, layout, kept_results, kept_args, chosen)
     return chosen
 
 
-#: the last plan: (sites, layout, results, args, plan); calls with the very same
-#: objects (a training loop's parameters and out= arrays) reuse it
+#: the last plan, for calls with the very same arrays (a training loop's
+#: parameters and out= arrays): (sites, layout, results, args, plan), arrays
+#: held by weak references.  An array's memory moves only when it is resized to
+#: another size, which changes its shape (so the layout: another shape key) or
+#: makes an out= array no longer fit (checked on each reuse).
 _MEMO: list = [None]
 _FLAT = (int, float, complex, bool, type(None), np.float64, np.float32)
+
+
+def _refs(values: Any) -> tuple | None:
+    """Weak references to the arrays of ``values``, numbers as they are; None
+    where anything else is among them."""
+    kept = []
+    for v in values:
+        if type(v) is np.ndarray:
+            kept.append(weakref.ref(v))
+        elif type(v) in _FLAT:
+            kept.append(v)
+        else:
+            return None
+    return tuple(kept)
 
 
 def _same(kept: tuple, now: Any) -> bool:
     if len(kept) != len(now):
         return False
-    for a, b in zip(kept, now):
-        if a is not b:
+    for k, v in zip(kept, now):
+        if (k() if type(k) is weakref.ref else k) is not v:
             return False
     return True
 
@@ -113,10 +129,23 @@ def _plan(results: tuple, args: list, layout: Any, sites: dict) -> dict:
         if not _arrays(r, found):
             return {}
         others += [(j, a) for a in found]
+    # arrays that own their memory share none with another one (NumPy allocated
+    # each apart): for them identity tells; views are checked by their bounds
+    owners = {id(a) for a in inputs if _owns(a)}
+    views = [a for a in inputs if id(a) not in owners]
     for key, out in list(chosen.items()):
         i = sites[key]
-        if any(np.may_share_memory(out, a) for a in inputs) or any(
-            np.may_share_memory(out, a) for j, a in others if j != i
-        ):
+        rest = [a for j, a in others if j != i]
+        if _owns(out):
+            clash = id(out) in owners or any(a is out for a in rest)
+            near = views + [a for a in rest if not _owns(a)]
+        else:
+            clash = False
+            near = inputs + rest
+        if clash or any(np.may_share_memory(out, a) for a in near):
             del chosen[key]
     return chosen
+
+
+def _owns(a: np.ndarray) -> bool:
+    return a.base is None and a.flags.owndata
