@@ -189,15 +189,18 @@ def _fast_into(g: Any, x: np.ndarray, y: np.ndarray, into: Any, i: int) -> Any:
     return np.matmul(g, y.T, out=buf) if i == 0 else np.matmul(x.T, g, out=buf)
 
 
-def _fits_2d(buf: Any, like: np.ndarray) -> bool:
-    """``buf`` can hold a cotangent of the float matrix ``like``."""
-    return (
+def _out_2d(into: Any, i: int, like: np.ndarray) -> np.ndarray | None:
+    """``into[i]`` where it can hold a cotangent of the float matrix ``like``."""
+    buf = into[i] if into else None
+    if (
         type(buf) is np.ndarray
         and buf.shape == like.shape
         and buf.dtype is like.dtype
         and buf.flags.c_contiguous
         and buf.flags.writeable
-    )
+    ):
+        return buf
+    return None
 
 
 def _matrices(g: Any, x: Any, y: Any) -> bool:
@@ -220,11 +223,9 @@ def d_matmul(g, ans, x, y, *, into=None):
     """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
     if _matrices(g, x, y) and (into is None or len(into) == 2):
         # float matrices: straight to the two products, into the buffers that fit
-        bx, by = into or (None, None)
-        return (
-            np.matmul(g, y.T, out=bx if _fits_2d(bx, x) else None),
-            np.matmul(x.T, g, out=by if _fits_2d(by, y) else None),
-        )
+        # (no None written in the returns: the compiler reads them as never None)
+        bx, by = _out_2d(into, 0, x), _out_2d(into, 1, y)
+        return (np.matmul(g, y.T, out=bx), np.matmul(x.T, g, out=by))
     if backend.any_foreign(g, x, y):  # Dask: cotangents built lazily, in Dask
         gx, gy = backend.matmul_grads(g, x, y)
         return (gx, gy)
@@ -246,8 +247,8 @@ def d_matmul(g, ans, x, y, *, into=None):
 def d_matmul_lhs(g, ans, x, y, *, into=None):
     """Only the left operand's cotangent: g @ y.T (no work for the right one)."""
     if _matrices(g, x, y) and (into is None or len(into) == 1):
-        b = into[0] if into else None  # float matrices: straight to the product
-        return (np.matmul(g, y.T, out=b if _fits_2d(b, x) else None),)
+        # float matrices: straight to the product (into the buffer that fits)
+        return (np.matmul(g, y.T, out=_out_2d(into, 0, x)),)
     if backend.any_foreign(g, x, y):
         return (backend.matmul_grads(g, x, y)[0],)
     x, y = np.asarray(x), np.asarray(y)
@@ -266,8 +267,8 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
 def d_matmul_rhs(g, ans, x, y, *, into=None):
     """Only the right operand's cotangent: x.T @ g."""
     if _matrices(g, x, y) and (into is None or len(into) == 1):
-        b = into[0] if into else None  # float matrices: straight to the product
-        return (np.matmul(x.T, g, out=b if _fits_2d(b, y) else None),)
+        # float matrices: straight to the product (into the buffer that fits)
+        return (np.matmul(x.T, g, out=_out_2d(into, 0, y)),)
     if (  # matrix @ vector of one float dtype: _vector_y's g @ x, checks first
         into is None
         and type(x) is np.ndarray

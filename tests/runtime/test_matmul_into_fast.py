@@ -71,3 +71,9 @@ def test_mixed_dtypes_and_vectors_take_the_general_path():
     gx, gy = d_matmul(gv, None, x, v, into=(np.empty_like(x), np.empty_like(v)))
     np.testing.assert_allclose(gx, np.outer(gv, v))
     np.testing.assert_allclose(gy, x.T @ gv)
+
+
+def test_the_compiler_still_reads_the_left_cotangent_as_never_none():
+    from s2sad.transforms.inline import definite_positions
+
+    assert definite_positions(d_matmul_lhs) == {0}
