@@ -370,8 +370,8 @@ NOTES = [
     ),
     (
         "`s2sad out=` passes `out=` arrays that the caller keeps: the gradients end "
-        "up in them (computed in the workspace, copied at the end); `s2sad` "
-        "returns new arrays."
+        "up in them (written there by the site that computes each, or copied from "
+        "the workspace at the end); `s2sad` returns new arrays."
     ),
 ]
 

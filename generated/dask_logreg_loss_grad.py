@@ -57,4 +57,4 @@ loss_value_and_grad.buffer_shares = {
     "out": "mul_2",
     "mul_6": "g_mul",
 }
-loss_value_and_grad.buffer_results = ("g_w", "g_w.2")
+loss_value_and_grad.buffer_results = {"g_w": 0, "g_w.2": 0}

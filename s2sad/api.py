@@ -232,8 +232,8 @@ class GradientFunction(CompiledModule):
                 grads = grads[0]
             return (value, grads) if hot[4] else grads
         warm = self._warm  # buffered calls like the last one: fastpath.warm_call
-        if warm is not None and out is None and not kwargs:
-            result = warm_call(self, warm, args)
+        if warm is not None and not kwargs:
+            result = warm_call(self, warm, args, out)
             if result is not MISS:
                 return result
         values = self._bind(args, kwargs)

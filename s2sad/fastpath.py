@@ -155,17 +155,22 @@ def warm_entry(
     return (key, last[3], *shape)
 
 
-def warm_call(gf: Any, warm: tuple, args: tuple) -> Any:
-    """``gf(*args)`` on the warm path, or :data:`MISS` when the call's key is not
-    the warm one (or a global the module was specialised on was rebound: the
-    slow path compiles again).  The emitted function checks its globals first
+def warm_call(gf: Any, warm: tuple, args: tuple, out: Any = None) -> Any:
+    """``gf(*args, out=out)`` on the warm path, or :data:`MISS` when the call's key
+    is not the warm one (or a global the module was specialised on was rebound:
+    the slow path compiles again).  The emitted function checks its globals first
     thing; errors are handled as the slow path handles them."""
     values = list(args)
     key = workspace.shape_key(values)
     if key != warm[0]:
         return MISS
+    results = None  # out= arrays for finalize, as api's _with_workspace passes them
+    if out is not None:
+        results = (out,) if warm[2] else out
+        if not isinstance(results, tuple) or len(results) != len(gf._argnums):
+            results = None
     try:
-        (value, grads), ws = warm[1].call(key, values, None)
+        (value, grads), ws = warm[1].call(key, values, results)
     except GlobalsChangedError:
         gf._warm = None
         return MISS
@@ -181,4 +186,6 @@ def warm_call(gf: Any, warm: tuple, args: tuple) -> Any:
         check_scalar(gf, value)
     if warm[2]:  # one gradient, not a tuple of them
         grads = grads[0]
+    if out is not None:
+        grads = write_into(out, grads)
     return (value, grads) if warm[3] else grads

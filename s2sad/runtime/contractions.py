@@ -189,9 +189,43 @@ def _fast_into(g: Any, x: np.ndarray, y: np.ndarray, into: Any, i: int) -> Any:
     return np.matmul(g, y.T, out=buf) if i == 0 else np.matmul(x.T, g, out=buf)
 
 
+def _out_2d(into: Any, i: int, like: np.ndarray) -> np.ndarray | None:
+    """``into[i]`` where it can hold a cotangent of the float matrix ``like``."""
+    buf = into[i] if into else None
+    if (
+        type(buf) is np.ndarray
+        and buf.shape == like.shape
+        and buf.dtype is like.dtype
+        and buf.flags.c_contiguous
+        and buf.flags.writeable
+    ):
+        return buf
+    return None
+
+
+def _matrices(g: Any, x: Any, y: Any) -> bool:
+    """Three NumPy float matrices of one dtype (the commonest case, checked first)."""
+    return (
+        type(g) is np.ndarray
+        and type(x) is np.ndarray
+        and type(y) is np.ndarray
+        and x.ndim == 2
+        and y.ndim == 2
+        and g.ndim == 2
+        and x.dtype is y.dtype
+        and g.dtype is x.dtype
+        and x.dtype.kind == "f"
+    )
+
+
 @adjoint(np.matmul, np.linalg.matmul)
 def d_matmul(g, ans, x, y, *, into=None):
     """g @ y.T and x.T @ g; 1-d operands and broadcast batches are handled too."""
+    if _matrices(g, x, y) and (into is None or len(into) == 2):
+        # float matrices: straight to the two products, into the buffers that fit
+        # (no None written in the returns: the compiler reads them as never None)
+        bx, by = _out_2d(into, 0, x), _out_2d(into, 1, y)
+        return (np.matmul(g, y.T, out=bx), np.matmul(x.T, g, out=by))
     if backend.any_foreign(g, x, y):  # Dask: cotangents built lazily, in Dask
         gx, gy = backend.matmul_grads(g, x, y)
         return (gx, gy)
@@ -212,6 +246,9 @@ def d_matmul(g, ans, x, y, *, into=None):
 @adjoint(np.matmul, np.linalg.matmul, argnum=0)
 def d_matmul_lhs(g, ans, x, y, *, into=None):
     """Only the left operand's cotangent: g @ y.T (no work for the right one)."""
+    if _matrices(g, x, y) and (into is None or len(into) == 1):
+        # float matrices: straight to the product (into the buffer that fits)
+        return (np.matmul(g, y.T, out=_out_2d(into, 0, x)),)
     if backend.any_foreign(g, x, y):
         return (backend.matmul_grads(g, x, y)[0],)
     x, y = np.asarray(x), np.asarray(y)
@@ -229,6 +266,9 @@ def d_matmul_lhs(g, ans, x, y, *, into=None):
 @adjoint(np.matmul, np.linalg.matmul, argnum=1)
 def d_matmul_rhs(g, ans, x, y, *, into=None):
     """Only the right operand's cotangent: x.T @ g."""
+    if _matrices(g, x, y) and (into is None or len(into) == 1):
+        # float matrices: straight to the product (into the buffer that fits)
+        return (np.matmul(x.T, g, out=_out_2d(into, 0, y)),)
     if (  # matrix @ vector of one float dtype: _vector_y's g @ x, checks first
         into is None
         and type(x) is np.ndarray

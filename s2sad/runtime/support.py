@@ -315,6 +315,8 @@ def _into_ok(out: Any, x: Any) -> bool:
 
 def _finalize_into(g: Any, x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """finalize(g, x) written into ``out`` without allocating an array of x's size."""
+    if g is out:  # the site wrote the gradient there (runtime/outinto.py)
+        return out
     if g is None:
         out.fill(0)
     elif hasattr(g, "to_dense"):

@@ -37,6 +37,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from s2sad.runtime import outinto
+
 #: ring sizes never grow past this (a caller keeping every result would otherwise
 #: make the workspace grow without bound; past it NumPy simply allocates)
 MAX_RING = 64
@@ -311,10 +313,17 @@ class Pool:
                 layout, min_bytes=0 if full else SPEED_BYTES, plain_results=not full
             )
         ws.results = results
+        mine = {}  # sites writing into the caller's out= arrays: their own buffers
+        if full:
+            sites = getattr(self.fn, "buffer_results", None)
+            for k, out in outinto.plan(results, args, layout, sites).items():
+                if ws[k] is not None:
+                    mine[k], ws[k] = ws[k], out
         try:
             return self.fn(*args, ws=ws), ws
         finally:
             ws.results = None
+            ws.update(mine)
             ws.grow()
             if not (ws.pending and self._forget(key)):
                 ws.pending = False

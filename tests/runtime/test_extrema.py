@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from s2sad.runtime.extrema import _fast, max_along, min_along
+from s2sad.runtime.extrema import _fast, _last_fast, _unambiguous, max_along, min_along
 
 KERNELS = [(max_along, "max"), (min_along, "min")]
 CASES = [
@@ -19,8 +19,12 @@ CASES = [
     ((300, 3), 0),  # too few runs before the axis: the method
     ((2, 16, 128), 1),  # likewise
     ((50, 20, 30), 1),  # a long axis: the method
-    ((30, 40, 6), 2),  # the last axis: the method
+    ((30, 40, 6), 2),  # the last axis: the columns, checked
     ((30, 40, 6), -1),
+    ((1024, 10), 1),
+    ((300, 16), -1),
+    ((100, 10), 1),  # too few rows: the method
+    ((300, 17), 1),  # too long a row: the method
 ]
 
 
@@ -89,3 +93,33 @@ def test_errors_and_other_receivers_are_the_methods():
     m = np.ma.masked_array(a, mask=a > 0)
     assert type(max_along(m, 1)) is np.ma.MaskedArray
     assert max_along(np.arange(6.0).reshape(3, 2), None) == 5.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_a_short_last_axis_takes_the_columns_where_unambiguous(dtype):
+    rng = np.random.default_rng(7)
+    a = (rng.normal(size=(1024, 10)) * 3).astype(dtype)
+    a[a == 0] = 1  # no zero result: the columns' answer stands
+    assert _last_fast(a, 1, None) and _last_fast(a, -1, np.empty((1024, 1), dtype))
+    assert not _last_fast(a, 0, None) and not _last_fast(a[:100], 1, None)
+    assert not _last_fast(a, 1, a[:, :1])  # out overlaps a
+    for kernel, method in KERNELS:
+        want = getattr(a, method)(axis=1, keepdims=True)
+        assert _unambiguous(want)
+        out = np.empty_like(want)
+        for _ in range(2):
+            assert kernel(a, 1, out, True) is out
+            assert np.array_equal(bits(out), bits(want))
+
+
+@pytest.mark.parametrize("special", [0.0, -0.0, np.nan])
+def test_a_zero_or_nan_result_is_the_methods(special):
+    a = np.random.default_rng(8).normal(size=(512, 8)) - 10.0
+    a[5, :4] = -0.0
+    a[5, 4:] = special if special != 0.0 else 0.0
+    a[9, 3] = np.nan if special != special else -20.0
+    for kernel, method in KERNELS:
+        b = a if method == "max" else -a
+        want = getattr(b, method)(axis=-1)
+        got = kernel(b, -1)
+        assert np.array_equal(bits(got), bits(want))

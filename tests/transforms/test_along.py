@@ -1,5 +1,5 @@
-"""Max and min along an axis known not to be the last (s2sad/transforms/buffers/
-along.py, run by the ``methods`` pass): the emitted form, where it is left
+"""Max and min along an axis known not to be the last, or along the last
+(s2sad/transforms/buffers/along.py, run by the ``methods`` pass): the emitted form, where it is left
 alone, and the gradients (central differences in float64, workspaces reused),
 forward mode and second order of a max-pool."""
 
@@ -79,13 +79,41 @@ def test_function_forms_negative_axes_and_keepdims():
     assert "max_along(r, -2)" in code
 
 
-def test_last_axes_unknown_ranks_and_other_keywords_are_left_alone():
+def test_last_axes_become_kernels_other_keywords_and_axes_are_left_alone():
     rng = np.random.default_rng(1)
     code = after(last_axes, (rng.normal(size=(3, 4)), rng.normal(size=(4, 6))))
-    assert "_along" not in code
-    assert "z.max(axis=1, keepdims=True)" in code
+    assert "max_along(z, 1, keepdims=True)" in code  # the last axis of a matrix
+    assert "max_along(r, -1)" in code and "max_along(r, 2)" in code
+    assert ".min(k)" in code  # not a literal axis
     code = after(kept, (rng.normal(size=(4, 6)),))
     assert "_along" not in code
+
+
+def last_only(x, w):
+    z = np.tanh(x @ w)
+    return np.sum(z.max(axis=0)) + np.sum(np.min(z, axis=-1) ** 2)
+
+
+def test_an_axis_of_unknown_rank_other_than_the_last_is_left_alone():
+    rng = np.random.default_rng(5)
+    code = after(last_only, (rng.normal(size=(3, 4)), rng.normal(size=(4, 6))))
+    assert "z.max(axis=0)" in code and "min_along(z, -1)" in code
+
+
+@pytest.mark.parametrize("n", [300, 3])
+def test_a_last_axis_max_gradients_and_workspaces(n):
+    rng = np.random.default_rng(n)
+    x, w = rng.normal(size=(n, 8)), rng.normal(size=(8, 6))
+    vg = s2sad.value_and_grad(last_only, argnums=(0, 1))
+    for _ in range(3):  # first, recording, buffered calls
+        value, got = vg(x, w)
+        assert value == last_only(x, w)
+        want = numerical_grad(last_only, [x, w], (0, 1))
+        plain = s2sad.grad(last_only, argnums=(0, 1), optimize=False)(x, w)
+        for g, e, p in zip(got, want, plain):
+            assert np.linalg.norm(g - e) <= 1e-6 * np.linalg.norm(e)
+            np.testing.assert_array_equal(g, p)
+    assert "min_along(z, -1" in vg.source
 
 
 @pytest.mark.parametrize("fn", [pool, pool_min, looped])
@@ -140,7 +168,7 @@ def np_reshaped(x):
 def test_np_reshape_gives_the_rank_too():
     x = np.random.default_rng(4).normal(size=24)
     code = after(np_reshaped, (x,))
-    assert "max_along(r, 1)" in code and "_along(r, 2" not in code
+    assert "max_along(r, 1)" in code and "min_along(r, 2)" in code
     vg = s2sad.value_and_grad(np_reshaped)
     for _ in range(2):
         value, g = vg(x)

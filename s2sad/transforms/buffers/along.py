@@ -1,22 +1,24 @@
-"""A max or min along an axis known not to be the last: ``max_along``/``min_along``.
+"""A max or min along a short axis: ``max_along``/``min_along``.
 
 NumPy reduces a short axis in the middle of an array slowly (many tiny inner
-loops); the runtime's :func:`~s2sad.runtime.extrema.max_along` takes the same
-comparisons in the same order as ufunc calls over the slices along it, and
-calls the method itself where that would not pay.  The ``methods`` pass has
-this module rewrite, in emitted code::
+loops), and a short last axis of many rows too (one loop per row); the
+runtime's :func:`~s2sad.runtime.extrema.max_along` takes the comparisons as
+ufunc calls over the slices along it, and calls the method itself where that
+would not pay or could differ.  The ``methods`` pass has this module rewrite,
+in emitted code::
 
     pooled = reshape.max(axis=2, out=ws["pooled"])
         -> pooled = max_along(reshape, 2, out=ws["pooled"])
     m = np.min(a4, 1, keepdims=True)  ->  m = min_along(a4, 1, keepdims=True)
+    max_1 = z.max(axis=1, keepdims=True)  ->  max_1 = max_along(z, 1, keepdims=True)
 
-where the axis is an integer literal and the receiver's number of dimensions
-is known from the code (every binding of it is a ``reshape`` with that many
-sizes) and more than one past the axis.  Only ``axis``, ``out`` and
-``keepdims`` may be given; ``initial``, ``where`` and anything else leave the
-call as it is, and so does every call whose axis may be the last (``z.max(axis=1,
-keepdims=True)`` of a 2-d ``z``).  The result is the method's, bit for bit;
-the adjoint and tangent rules are ``np.max``'s.
+where the axis is an integer literal and either the receiver's number of
+dimensions is known from the code (every binding of it is a ``reshape`` with
+that many sizes) and it has that axis, or the receiver is a NumPy value and the
+axis is ``-1`` or ``1`` (the last of a matrix; the runtime checks which axis it
+is).  Only ``axis``, ``out`` and ``keepdims`` may be given; ``initial``,
+``where`` and anything else leave the call as it is.  The result is the
+method's, bit for bit; the adjoint and tangent rules are ``np.max``'s.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ PASSED = ("out", "keepdims")
 
 
 def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None:
-    """Turn max/min calls along a literal axis that is not the last into kernels."""
+    """Turn max/min calls along a literal axis into kernels: of a reshape whose
+    number of dimensions the code tells, along any axis it has; of another NumPy
+    value, along the last (``axis=-1``, or ``axis=1`` of what may be a matrix)."""
     ranks = known_ranks(fn, facts)
-    if not ranks:
-        return
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
@@ -45,7 +47,10 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
             continue
         kernel, x, axis, keywords = form
         r = ranks.get(x)
-        if r is None or not (0 <= axis < r - 1 or -r <= axis < -1):
+        if r is None:
+            if x not in values or axis not in (-1, 1):
+                continue
+        elif not (0 <= axis < r - 1 or -r <= axis < -1 or axis in (-1, r - 1)):
             continue
         node.func = module.rule_ref(kernel)
         node.args = [ast.Name(x, ast.Load()), ast.Constant(axis)]

@@ -25,8 +25,8 @@ computes exactly that, behind 1.5 us of Python at small sizes.  Calls that write
 scalar code (Python floats: ``math`` functions) are left alone, and so are the
 plain form (``optimize=False``); calls with arrays of other libraries never run
 it (``pipeline.NUMPY_ONLY``: an Array API array has no methods).  A max or
-min along a literal axis that is known not to be the last becomes
-``max_along``/``min_along`` first (``buffers/along.py``).
+min along a literal axis, one known not to be the last or the last of a NumPy
+value, becomes ``max_along``/``min_along`` first (``buffers/along.py``).
 """
 
 from __future__ import annotations

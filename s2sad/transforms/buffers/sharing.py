@@ -19,8 +19,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from s2sad.runtime import contractions
 from s2sad.transforms.astutil import anno, name
-from s2sad.transforms.buffers.facts import helper_of
+from s2sad.transforms.buffers.facts import helper_of, runtime_rule
 from s2sad.transforms.buffers.sites import elementwise, is_np_call, once_key
 
 
@@ -36,41 +37,52 @@ def table(fn: ast.FunctionDef, shares: dict[str, str]) -> list[ast.stmt]:
     return [ast.Assign(targets=[attr], value=value, type_comment=None)]
 
 
-def results_table(fn: ast.FunctionDef, keys: list[str]) -> list[ast.stmt]:
-    """``<fn>.buffer_results = (keys...)`` (none if empty): see ``result_keys``."""
+def results_table(fn: ast.FunctionDef, keys: dict[str, int | None]) -> list[ast.stmt]:
+    """``<fn>.buffer_results = {key: gradient index}`` (none if empty): see
+    ``result_keys``."""
     if not keys:
         return []
     attr = ast.Attribute(value=name(fn.name), attr="buffer_results", ctx=ast.Store())
-    value = ast.Tuple(elts=[ast.Constant(k) for k in keys], ctx=ast.Load())
+    value = ast.Dict(
+        keys=[ast.Constant(k) for k in keys],
+        values=[ast.Constant(i) for i in keys.values()],
+    )
     return [ast.Assign(targets=[attr], value=value, type_comment=None)]
 
 
-def result_keys(fn: ast.FunctionDef) -> list[str]:
-    """Keys of the sites (outside loops) that bind a gradient ``finalize`` returns.
+def result_keys(fn: ast.FunctionDef) -> dict[str, int | None]:
+    """Keys of the sites (outside loops) that bind a gradient ``finalize`` returns,
+    each with the gradient's place in the returned tuple (None where one name is
+    returned at several places).
 
     A call without ``out=`` arrays gives these sites no buffer (the workspace
     holds None for them): the site's fresh array is then the gradient itself,
-    which ``finalize`` hands back without the copy a workspace buffer needs.
-    Only which sites get a buffer depends on this list, never a value.
+    which ``finalize`` hands back without the copy a workspace buffer needs.  A
+    call with ``out=`` arrays may give the site the caller's array instead of a
+    buffer (runtime/outinto.py), where the place is known and one site alone
+    binds it.  Only which sites get which buffer depends on this table, never a
+    value.
     """
     ret = fn.body[-1] if fn.body else None
     if not isinstance(ret, ast.Return) or not isinstance(ret.value, ast.Tuple):
-        return []
+        return {}
     grads = ret.value.elts[1] if len(ret.value.elts) > 1 else None
-    wanted = {
-        f.args[0].id
-        for f in getattr(grads, "elts", [])
-        if isinstance(f, ast.Call)
-        and helper_of(f) == "finalize"
-        and f.args
-        and isinstance(f.args[0], ast.Name)
-    }
-    keys: list[str] = []
+    wanted: dict[str, int | None] = {}
+    for i, f in enumerate(getattr(grads, "elts", [])):
+        if (
+            isinstance(f, ast.Call)
+            and helper_of(f) == "finalize"
+            and f.args
+            and isinstance(f.args[0], ast.Name)
+        ):
+            g = f.args[0].id
+            wanted[g] = None if g in wanted else i
+    keys: dict[str, int | None] = {}
     _collect_result_keys(fn.body, wanted, keys)
     return keys
 
 
-def _collect_result_keys(body: list, wanted: set, keys: list) -> None:
+def _collect_result_keys(body: list, wanted: dict, keys: dict) -> None:
     for st in body:
         if isinstance(st, ast.If):
             _collect_result_keys(st.body, wanted, keys)
@@ -87,17 +99,14 @@ def _collect_result_keys(body: list, wanted: set, keys: list) -> None:
                 key = _into_key(value.value, value.slice.value)
             else:
                 key = None
+            if key is not None and key not in keys:
+                keys[key] = wanted[target.id]
         elif isinstance(target, ast.Tuple):
-            key = None
             for i, t in enumerate(target.elts):
                 if isinstance(t, ast.Name) and t.id in wanted:
                     k = _into_key(value, i)
                     if k is not None and k not in keys:
-                        keys.append(k)
-        else:
-            key = None
-        if key is not None and key not in keys:
-            keys.append(key)
+                        keys[k] = wanted[t.id]
 
 
 def _into_key(call: ast.expr, i: Any) -> str | None:
@@ -165,11 +174,34 @@ class _Uses:
                     self.last[a.id] = node
         elif _unbroadcast(node) and isinstance(node.args[1], ast.Name):
             self.fine[node.args[1].id] = self.fine.get(node.args[1].id, 0) + 1
+        elif _unread_ans(node):
+            ans = node.args[1]
+            self.fine[ans.id] = self.fine.get(ans.id, 0) + 1
 
 
 def _unbroadcast(call: ast.Call) -> bool:
     """``unbroadcast(g, like)``: ``like`` is read for its shape only."""
     return helper_of(call) == "unbroadcast" and len(call.args) == 2
+
+
+#: the runtime's adjoint rules that never look at their ``ans`` argument (a
+#: product's cotangents need only its operands): a name passed there is not read
+UNREAD_ANS = (
+    contractions.d_matmul,
+    contractions.d_matmul_lhs,
+    contractions.d_matmul_rhs,
+)
+
+
+def _unread_ans(call: ast.Call) -> bool:
+    """``d_matmul(g, ans, x, y)`` and the like: ``ans`` is not read at all."""
+    rule = runtime_rule(call.func)
+    return (
+        rule is not None
+        and any(rule is r for r in UNREAD_ANS)
+        and len(call.args) >= 2
+        and isinstance(call.args[1], ast.Name)
+    )
 
 
 def _in_order(node: ast.AST, loop: bool, out: list) -> None:

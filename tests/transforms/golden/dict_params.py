@@ -45,5 +45,10 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     return (out, (finalize(g_params, params, ws.result(0)),))
 
 
-dict_params_value_and_grad.buffer_shares = {"sub": "mul", "g_add": "sub", "tanh": "add"}
-dict_params_value_and_grad.buffer_results = ("g_params", "g_params.2")
+dict_params_value_and_grad.buffer_shares = {
+    "sub": "mul",
+    "g_add": "sub",
+    "add": "matmul",
+    "tanh": "add",
+}
+dict_params_value_and_grad.buffer_results = {"g_params": 0, "g_params.2": 0}

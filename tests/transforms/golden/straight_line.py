@@ -24,5 +24,9 @@ def matmul_op_value_and_grad(W, x, g_out=1.0, ws=NO_WORKSPACE):
     return (out, (finalize(g_W, W, ws.result(0)),))
 
 
-matmul_op_value_and_grad.buffer_shares = {"sub": "mul", "g_matmul": "sub"}
-matmul_op_value_and_grad.buffer_results = ("g_W",)
+matmul_op_value_and_grad.buffer_shares = {
+    "sub": "mul",
+    "g_matmul": "sub",
+    "tanh": "matmul",
+}
+matmul_op_value_and_grad.buffer_results = {"g_W": 0}
