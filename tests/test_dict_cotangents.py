@@ -1,6 +1,7 @@
-"""Dict cotangents at the end of a gradient: ``finalize`` of a dict returns
-each fresh entry array that only the dict holds, and copies every other one
-(a shared array, a view, a workspace buffer, another shape or dtype)."""
+"""Dict cotangents at the end of a gradient (the optimizers' input): ``finalize``
+of a dict returns each fresh entry array that only the dict holds, and copies
+every other one (a shared array, a view, another shape or dtype); gradients of
+dict parameters stay right and private over repeated calls."""
 
 import numpy as np
 

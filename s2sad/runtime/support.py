@@ -287,8 +287,6 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
             ],
         )
     if isinstance(x, dict):
-        if out is None and type(g) is dict:
-            return _finalize_entries(g, x)
         outs = out if isinstance(out, dict) else {}
         return {k: finalize(g.get(k), v, outs.get(k)) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -303,35 +301,6 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
     if isinstance(x, np.generic):
         return x.dtype.type(np.sum(g))
     return float(np.sum(g))
-
-
-def _finalize_entries(g: dict, x: dict) -> dict:
-    """``{k: finalize(g.get(k), v) for k, v in x.items()}``, the common entry (a
-    float array of its argument's shape and dtype) inline: returned as it is
-    when only ``g`` refers to it (what ``finalize`` counts for it: ``g``'s slot,
-    the name it is read into here and ``getrefcount``'s own), else copied."""
-    done = {}
-    for k, v in x.items():
-        gk = g.get(k)
-        if (
-            type(gk) is np.ndarray
-            and type(v) is np.ndarray
-            and gk.shape == v.shape
-            and gk.dtype == v.dtype
-            and gk.dtype.kind in "fc"
-        ):
-            if (
-                sys.getrefcount(gk) <= EXCLUSIVE_REFS
-                and gk.base is None
-                and gk.flags.writeable
-            ):
-                done[k] = gk
-            else:
-                done[k] = np.array(gk, copy=True)
-        else:
-            done[k] = finalize(gk, v)
-        del gk
-    return done
 
 
 def _into_ok(out: Any, x: Any) -> bool:
