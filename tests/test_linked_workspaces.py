@@ -260,3 +260,26 @@ def test_a_workspace_enters_linked_children_and_falls_back_otherwise():
         workspace.NO_WORKSPACE
     )
     assert Layout().links == {}
+
+
+def test_rings_grow_after_a_miss_and_workspaces_without_rings_take_nothing():
+    layout = Layout()
+    layout.rings["r"] = (((2,), np.dtype(float)), 1)
+    child = Layout()
+    child.rings["c"] = (((3,), np.dtype(float)), 1)
+    layout.children[("f", ())] = child
+    ws = Workspace(layout)
+    first = ws.take("r")
+    assert first is not None and ws.take("r") is None  # busy: a miss
+    inner = ws.children[("f", ())]
+    held = inner.take("c")
+    assert held is not None and inner.take("c") is None
+    ws.grow()
+    assert len(ws.rings["r"]) == 2 and len(inner.rings["c"]) == 2
+    del first, held
+    ws.grow()  # nothing missed: nothing added
+    assert len(ws.rings["r"]) == 2 and len(inner.rings["c"]) == 2
+    bare = Workspace(Layout())
+    assert bare.take("r") is None and workspace.NO_WORKSPACE.take("r") is None
+    bare.grow()
+    assert bare.rings == {}

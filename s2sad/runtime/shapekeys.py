@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 
-class _Mask(Exception):
+class MaskArgument(Exception):
     """A boolean array among the arguments (raised inside shape_key)."""
 
 
@@ -25,24 +25,24 @@ def shape_key(values: list) -> tuple | None:
     """
     try:
         return _items_key(values)
-    except _Mask:
+    except MaskArgument:
         return None
 
 
-#: the key of None (as ``_key`` gives it), for ``_items_key``'s inline test
+#: the key of None (as ``value_key`` gives it), for ``_items_key``'s inline test
 _NONE_KEY = (type(None), None)
 
 
 def _items_key(values: Any) -> tuple:
     """The keys of a list or tuple's items: float arrays (the common case) and
-    None (a tape's first entries) inline, the same keys ``_key`` gives."""
+    None (a tape's first entries) inline, the same keys ``value_key`` gives."""
     nd = np.ndarray
     return tuple(
         [
             (
                 (v.shape, v.dtype)
                 if type(v) is nd and v.dtype.kind in "fc"
-                else _NONE_KEY if v is None else _key(v)
+                else _NONE_KEY if v is None else value_key(v)
             )
             for v in values
         ]
@@ -53,14 +53,15 @@ def _array_key(v: np.ndarray) -> tuple:
     dtype = v.dtype
     if dtype.kind in "biu":
         if dtype.kind == "b":
-            raise _Mask
+            raise MaskArgument
         if v.size <= 1:
             # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
             return (v.shape, dtype.char, tuple(v.reshape(-1).tolist()))
     return (v.shape, dtype)
 
 
-def _key(v: Any) -> Any:
+def value_key(v: Any) -> Any:
+    """The key of one value (see shape_key); raises MaskArgument for a boolean array."""
     t = type(v)
     if t is np.ndarray:
         return _array_key(v)
@@ -77,7 +78,7 @@ def _key(v: Any) -> Any:
                         (
                             (x.shape, x.dtype)
                             if type(x) is nd and x.dtype.kind in "fc"
-                            else _key(x)
+                            else value_key(x)
                         ),
                     )
                     for k, x in v.items()
@@ -93,12 +94,12 @@ def _key(v: Any) -> Any:
     if isinstance(v, np.generic):
         return (t, v.item()) if v.dtype.kind in "iub" else (t,)
     if t is slice:
-        return (t, _key(v.start), _key(v.stop), _key(v.step))
+        return (t, value_key(v.start), value_key(v.stop), value_key(v.step))
     return (t, id(v))
 
 
 def value_free(v: Any) -> bool:
-    """Whether ``_key(v)`` reads no value of ``v``, only its type, shape and
+    """Whether ``value_key(v)`` reads no value of ``v``, only its type, shape and
     dtype: float and complex arrays, other arrays of more than one entry,
     Python and NumPy floats, None, and containers of these.  Two values of one
     type, shape and dtype then always have the same key."""

@@ -37,11 +37,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from s2sad.runtime.shapekeys import _key, _Mask, shape_key, value_free
+from s2sad.runtime.shapekeys import MaskArgument, shape_key, value_free, value_key
+
+_key = value_key  # (its former name here)
 
 #: ring sizes never grow past this (a caller keeping every result would otherwise
 #: make the workspace grow without bound; past it NumPy simply allocates)
 MAX_RING = 64
+
+
+#: stays empty: its ``get`` is the ``take`` of workspaces without rings
+_NO_RINGS: dict = {}
 
 
 class NoWorkspace(dict):
@@ -51,8 +57,8 @@ class NoWorkspace(dict):
         self[key] = None  # later lookups of this site stay in C
         return None
 
-    def take(self, key: str) -> None:
-        return None
+    #: ``take(key)``: no ring, so None (an empty dict's ``get``: no Python frame)
+    take = _NO_RINGS.get
 
     def result(self, i: int) -> None:
         return None
@@ -145,6 +151,9 @@ class Workspace(_Results):
         for key, (spec, n) in layout.rings.items():
             if _nbytes(spec) >= min_bytes:
                 self.rings[key] = [self._new(spec) for _ in range(n)]
+        if not self.rings:  # every take is None: no method call for it
+            self.take = _NO_RINGS.get
+        self.missed = False  # the root's: some take found every buffer busy
         for key in layout.disabled:
             self[key] = None
 
@@ -163,6 +172,7 @@ class Workspace(_Results):
             if sys.getrefcount(buf) <= _FREE:
                 return buf
         self.misses[key] = self.misses.get(key, 0) + 1
+        self.root.missed = True
         return None
 
     def enter(self, name: str, args: tuple) -> NoWorkspace:
@@ -195,6 +205,11 @@ class Workspace(_Results):
 
     def grow(self) -> None:
         """After a call: add the buffers the call lacked (bounded by MAX_RING)."""
+        if self.root.missed:
+            self.root.missed = False
+            self._grow()
+
+    def _grow(self) -> None:
         for key, n in self.misses.items():
             ring = self.rings[key]
             spec = self.layout.rings[key][0]
@@ -202,7 +217,7 @@ class Workspace(_Results):
                 ring.append(self._new(spec))
         self.misses.clear()
         for child in self.children.values():
-            child.grow()
+            child._grow()
 
     def owns(self, a: Any) -> bool:
         """Whether ``a`` is one of the buffers or a view of one."""
@@ -214,8 +229,8 @@ class Workspace(_Results):
 def _g_key(g: Any) -> Any:
     """The shape key of a backward's ``g_out`` (None for a boolean array)."""
     try:
-        return _key(g)
-    except _Mask:
+        return value_key(g)
+    except MaskArgument:
         return None
 
 
