@@ -283,3 +283,26 @@ def test_rings_grow_after_a_miss_and_workspaces_without_rings_take_nothing():
     assert bare.take("r") is None and workspace.NO_WORKSPACE.take("r") is None
     bare.grow()
     assert bare.rings == {}
+
+
+class Scale:
+    def __init__(self, w):
+        self.w = w
+
+
+def scaled(layer, x):
+    return np.tanh(x * layer.w)  # an object's attribute: not in its key
+
+
+def scaled_loss(x, layer):
+    return np.sum(scaled(layer, x) ** 2)
+
+
+def test_a_forward_reading_an_objects_attribute_keeps_the_full_key():
+    rng = np.random.default_rng(7)
+    vg = s2sad.value_and_grad(scaled_loss)
+    layer, x = Scale(rng.standard_normal(3)), rng.standard_normal((4, 3))
+    for w_shape in (3, 3, 3, 1, 1):  # the attribute changes shape: keys must tell
+        layer.w = rng.standard_normal(w_shape)
+        assert_close_tree(vg(x, layer)[1], _fd(scaled_loss, [x, layer]))
+    assert "enter_linked" not in vg.source

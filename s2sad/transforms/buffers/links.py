@@ -20,7 +20,8 @@ backward enters by them::
 The proof (:func:`checks`) is a sufficient condition on the forward's body,
 before its buffer sites are written: straight-line code and ``for`` loops over
 ranges fixed by the arguments (so the tape's length is fixed), no attribute
-reads of objects, every binding a form whose shape and dtype the argument
+reads of objects (attributes other than an array's shape, dtype, transpose
+and methods, or a module's names), every binding a form whose shape and dtype the argument
 shapes fix (``buffers/facts.py``), and every residual and taped value such a
 name, an argument or a value fixed by the signature.  Shapes and dtypes are not
 the whole key: ints, small integer arrays and ranges are keyed by value, so
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.transforms.astutil import anno, name
-from s2sad.transforms.buffers.facts import Facts
+from s2sad.transforms.buffers.facts import SHAPE_METHODS, Facts
 
 #: attributes of arguments whose reads the proof accepts (fixed by the key)
 _ARRAY_ATTRS = {"shape", "ndim", "size", "dtype", "T"}
@@ -122,14 +123,27 @@ def _statements_ok(stmts: list[ast.stmt], facts: Facts, pushed: list) -> bool:
     return True
 
 
-def _object_reads(fwd: ast.FunctionDef, params: set[str]) -> bool:
-    """Whether the body reads an attribute of an argument other than an array's
-    shape, dtype or transpose (an object's attributes are not in its key)."""
+def _object_reads(fwd: ast.FunctionDef, facts: Facts) -> bool:
+    """Whether the body reads an attribute other than an array's shape, dtype
+    or transpose, an array method called (``x.reshape(...)``), a module's name
+    or the tape's ``append`` (an object's attributes are not in its key)."""
+    methods = {
+        id(n.func)
+        for n in ast.walk(fwd)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and (n.func.attr in SHAPE_METHODS or anno(n).get("tape") == "append")
+    }
     return any(
         isinstance(n, ast.Attribute)
-        and isinstance(n.value, ast.Name)
-        and n.value.id in params
         and n.attr not in _ARRAY_ATTRS
+        and id(n) not in methods
+        and not _module_read(n, facts)
+        and not (
+            isinstance(n.value, ast.Name)
+            and facts.module.bindings.get(n.value.id) is np
+            and n.value.id not in facts.defs
+        )
         for n in ast.walk(fwd)
     )
 
@@ -143,11 +157,13 @@ def checks(fwd: ast.FunctionDef, module: Any) -> tuple | None:
     before its buffer sites are written."""
     residual = _residuals(fwd)
     params = [a.arg for a in fwd.args.args]
-    if residual is None or "ws" in params or _object_reads(fwd, set(params)):
+    if residual is None or "ws" in params:
         return None
     facts = _LinkFacts(module, {p: False for p in params}, callee=False)
     facts.collect(fwd.body)
     facts.solve()
+    if _object_reads(fwd, facts):
+        return None
     pushed: list = []
     if not _statements_ok(fwd.body, facts, pushed):
         return None
