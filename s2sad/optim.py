@@ -105,6 +105,14 @@ class _Optimizer:
 
     def step(self, params: Any, grads: Any) -> None:
         """Apply one update to every parameter array in ``params``, in place."""
+        pairs, states = self._checked(params, grads)
+        update = self._update
+        for (p, g), state in zip(pairs, states):
+            update(p, g, *state)
+
+    def _checked(self, params: Any, grads: Any) -> tuple[list, list]:
+        """(pairs, their states) of this step, counted; a changed tree raises
+        before any parameter changes."""
         pairs = _pairs(params, grads, [])
         states = self._state
         if states is None:
@@ -115,9 +123,7 @@ class _Optimizer:
             if p.shape != state[0].shape:
                 raise ValueError("the parameter tree changed since the first step")
         self.t += 1
-        update = self._update
-        for (p, g), state in zip(pairs, states):
-            update(p, g, *state)
+        return pairs, states
 
     def _update(self, p: np.ndarray, g: Any, *state: np.ndarray) -> None:
         raise NotImplementedError
@@ -125,6 +131,16 @@ class _Optimizer:
 
 class SGD(_Optimizer):
     """Plain gradient descent: ``p -= lr * g``."""
+
+    def step(self, params: Any, grads: Any) -> None:
+        pairs, states = self._checked(params, grads)
+        lr = self.lr
+        for (p, g), (scratch,) in zip(pairs, states):
+            if type(g) is np.ndarray:  # dense: _update's two ufuncs, inline
+                np.multiply(g, lr, out=scratch)
+                np.subtract(p, scratch, out=p)
+            else:
+                self._update(p, g, scratch)
 
     def _update(self, p: np.ndarray, g: Any, scratch: np.ndarray) -> None:
         if type(g) is not np.ndarray:
