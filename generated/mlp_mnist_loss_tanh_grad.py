@@ -46,22 +46,24 @@ def logits_tanh_forward(params, x, ws=NO_WORKSPACE):
     out = np.add(matmul_1, params_item_3, out=ws.take("out"))
     return (
         out,
-        (
-            h,
-            matmul,
-            matmul_1,
-            params,
-            params_item,
-            params_item_1,
-            params_item_2,
-            params_item_3,
-            x,
+        ws.link(
+            (
+                h,
+                matmul,
+                matmul_1,
+                params,
+                params_item,
+                params_item_1,
+                params_item_2,
+                params_item_3,
+                x,
+            )
         ),
     )
 
 
 def logits_tanh_backward(g_out, saved, ws=NO_WORKSPACE):
-    ws = ws.enter("logits_tanh_backward", (g_out, saved))
+    ws = ws.enter_linked("logits_tanh_backward", g_out, saved, (0, 1, 2, 4, 5, 6, 7))
     (
         h,
         matmul,

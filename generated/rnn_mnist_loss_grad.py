@@ -121,32 +121,37 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
     out = matmul_2 + params_item_5
     return (
         out,
-        (
-            tape,
-            add_1,
-            h,
-            matmul,
-            matmul_1,
-            matmul_2,
-            params,
-            params_item_1,
-            params_item_2,
-            params_item_3,
-            params_item_4,
-            params_item_5,
-            r_first,
-            r_once,
-            r_rest,
-            t,
-            t_old_1,
-            x,
-            x_at_params_item_1,
+        ws.link(
+            (
+                tape,
+                add_1,
+                h,
+                matmul,
+                matmul_1,
+                matmul_2,
+                params,
+                params_item_1,
+                params_item_2,
+                params_item_3,
+                params_item_4,
+                params_item_5,
+                r_first,
+                r_once,
+                r_rest,
+                t,
+                t_old_1,
+                x,
+                x_at_params_item_1,
+            ),
+            (rnn_mnist.CHUNK, rnn_mnist.STEPS),
         ),
     )
 
 
 def logits_backward(g_out, saved, ws=NO_WORKSPACE):
-    ws = ws.enter("logits_backward", (g_out, saved))
+    ws = ws.enter_linked(
+        "logits_backward", g_out, saved, (0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 18)
+    )
     (
         tape,
         add_1,

@@ -69,6 +69,29 @@ def leaves(params: Any, grads: Any) -> Iterator[tuple[np.ndarray, Any]]:
         )
 
 
+def _pairs(params: Any, grads: Any, out: list) -> list:
+    """:func:`leaves` into the list ``out`` (the same order and errors, without a
+    generator per subtree: the optimizers' per-step walk)."""
+    t = type(params)
+    if t is np.ndarray and params.dtype.kind == "f":
+        out.append((params, grads))
+    elif t is dict or isinstance(params, dict):
+        for key, value in params.items():
+            g = None if grads is None else grads.get(key)
+            if type(value) is np.ndarray and value.dtype.kind == "f":
+                out.append((value, g))
+            else:
+                _pairs(value, g, out)
+    elif isinstance(params, (list, tuple)):
+        if grads is not None and len(grads) != len(params):
+            raise ValueError(f"{len(grads)} gradients for {len(params)} parameters")
+        for i, value in enumerate(params):
+            _pairs(value, None if grads is None else grads[i], out)
+    else:  # an ndarray subclass, or leaves' TypeError
+        out.extend(leaves(params, grads))
+    return out
+
+
 class _Optimizer:
     """Walks the pytree and keeps per-leaf state; subclasses define ``_update``."""
 
@@ -82,16 +105,25 @@ class _Optimizer:
 
     def step(self, params: Any, grads: Any) -> None:
         """Apply one update to every parameter array in ``params``, in place."""
-        pairs = list(leaves(params, grads))
-        if self._state is None:
-            self._state = [self._new_state(p) for p, _ in pairs]
-        if len(pairs) != len(self._state) or any(
-            p.shape != s[0].shape for (p, _), s in zip(pairs, self._state)
-        ):
+        pairs, states = self._checked(params, grads)
+        update = self._update
+        for (p, g), state in zip(pairs, states):
+            update(p, g, *state)
+
+    def _checked(self, params: Any, grads: Any) -> tuple[list, list]:
+        """(pairs, their states) of this step, counted; a changed tree raises
+        before any parameter changes."""
+        pairs = _pairs(params, grads, [])
+        states = self._state
+        if states is None:
+            states = self._state = [self._new_state(p) for p, _ in pairs]
+        if len(pairs) != len(states):
             raise ValueError("the parameter tree changed since the first step")
+        for (p, _), state in zip(pairs, states):
+            if p.shape != state[0].shape:
+                raise ValueError("the parameter tree changed since the first step")
         self.t += 1
-        for (p, g), state in zip(pairs, self._state):
-            self._update(p, g, *state)
+        return pairs, states
 
     def _update(self, p: np.ndarray, g: Any, *state: np.ndarray) -> None:
         raise NotImplementedError
@@ -100,12 +132,23 @@ class _Optimizer:
 class SGD(_Optimizer):
     """Plain gradient descent: ``p -= lr * g``."""
 
+    def step(self, params: Any, grads: Any) -> None:
+        pairs, states = self._checked(params, grads)
+        lr = self.lr
+        for (p, g), (scratch,) in zip(pairs, states):
+            if type(g) is np.ndarray:  # dense: _update's two ufuncs, inline
+                np.multiply(g, lr, out=scratch)
+                np.subtract(p, scratch, out=p)
+            else:
+                self._update(p, g, scratch)
+
     def _update(self, p: np.ndarray, g: Any, scratch: np.ndarray) -> None:
-        if g is None:
-            return
-        if isinstance(g, RowSparse):
-            p[g.rows] -= self.lr * g.values
-            return
+        if type(g) is not np.ndarray:
+            if g is None:
+                return
+            if isinstance(g, RowSparse):
+                p[g.rows] -= self.lr * g.values
+                return
         np.multiply(g, self.lr, out=scratch)
         p -= scratch
 

@@ -155,6 +155,42 @@ def test_bad_trees_are_rejected():
         opt.step([np.ones(3)], [np.ones(3)])
 
 
+def test_step_walks_the_tree_as_leaves_does():
+    # the optimizers' walk (a list, no generators) pairs the same leaves in the
+    # same order: dict keys in params' order looked up by name in grads, lists
+    # and tuples by position, None subtrees, an ndarray subclass as a leaf
+    memmap_like = np.ones(2).view(np.matrix)
+    params = {
+        "b": np.ones(3),
+        "a": [np.ones(2), (np.ones(1), {"z": np.ones(4)})],
+        "m": memmap_like,
+        "e": {},
+    }
+    grads = {
+        "a": [None, (np.full(1, 2.0), {"z": np.full(4, 3.0)})],
+        "b": np.full(3, 4.0),
+        "m": np.full((1, 2), 5.0),
+    }
+    want = list(optim.leaves(params, grads))
+    got = optim._pairs(params, grads, [])
+    assert [(p is q, g is h) for (p, g), (q, h) in zip(got, want)] == [
+        (True, True)
+    ] * len(want)
+    assert len(got) == len(want) == 5
+    assert optim._pairs(params, None, []) == [(p, None) for p, _ in want]
+    for bad in ({"w": 1.0}, [np.arange(3)], ("x",)):
+        with pytest.raises(TypeError):
+            optim._pairs(bad, None, [])
+    with pytest.raises(ValueError):
+        optim._pairs([np.ones(2)], [None, None], [])
+    sgd = optim.SGD(0.5)
+    sgd.step(params, grads)
+    np.testing.assert_array_equal(params["b"], [-1.0] * 3)
+    np.testing.assert_array_equal(params["a"][0], [1.0, 1.0])
+    np.testing.assert_array_equal(params["a"][1][1]["z"], [-0.5] * 4)
+    np.testing.assert_array_equal(params["m"], [[-1.5, -1.5]])
+
+
 INITS = [
     (optim.xavier_uniform, lambda i, o: 2.0 / (i + o)),
     (optim.xavier_normal, lambda i, o: 2.0 / (i + o)),

@@ -271,8 +271,35 @@ def _check_labels(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return labels
 
 
+def _rows_of_labels(logits: Any, labels: Any) -> bool:
+    """A non-empty float NumPy matrix of logits and one integer label per row:
+    ``take_along_axis``/``put_along_axis`` over the last axis are one fancy
+    index with ``arange`` rows (the same entries, no row twice)."""
+    return (
+        type(logits) is np.ndarray
+        and type(labels) is np.ndarray
+        and logits.ndim == 2
+        and labels.ndim == 1
+        and logits.dtype.kind == "f"
+        and labels.dtype.kind in "iu"
+        and labels.shape[0] == logits.shape[0]
+        and logits.size > 0
+    )
+
+
 def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating:
     """Mean over examples of ``-log softmax(logits)[label]``."""
+    if _rows_of_labels(logits, labels) and logits.dtype.itemsize >= 4:
+        # a batch of rows (the common case): the same operations as below, the
+        # picks by one fancy index, the mean as np.mean computes it (the sum
+        # over all axes divided by the count as an intp, cast back), without
+        # the wrappers of take_along_axis and mean
+        z = logits - logits.max(axis=-1, keepdims=True)
+        log_norm = np.exp(z).sum(axis=-1)
+        np.log(log_norm, out=log_norm)
+        log_norm -= z[np.arange(labels.shape[0]), labels]
+        total = np.add.reduce(log_norm, axis=None)
+        return total.dtype.type(total / np.intp(log_norm.size))
     if backend.is_foreign(logits) or backend.is_foreign(labels):
         return _foreign_cross_entropy(logits, labels)
     logits = np.asarray(logits)
@@ -297,6 +324,15 @@ def softmax_cross_entropy_grad(
         p = p - backend.one_hot(labels, p.shape[-1], p.dtype)
         return p * (g / max(labels.size, 1))
     labels = np.asarray(labels)
+    if _rows_of_labels(logits, labels):  # one label per row: one fancy index
+        if out is None:  # softmax's operations, the max by the array's method
+            p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            p /= p.sum(axis=-1, keepdims=True)
+        else:
+            p = _softmax_into(logits, out)
+        p[np.arange(labels.shape[0]), labels] -= 1
+        p *= np.asarray(g, dtype=p.dtype) / labels.shape[0]
+        return p
     p = softmax(logits) if out is None else _softmax_into(logits, out)
     np.put_along_axis(
         p, labels[..., None], np.take_along_axis(p, labels[..., None], -1) - 1, -1

@@ -38,10 +38,17 @@ from typing import Any, Callable
 import numpy as np
 
 from s2sad.runtime import outinto
+from s2sad.runtime.shapekeys import MaskArgument, shape_key, value_free, value_key
+
+_key = value_key  # (its former name here)
 
 #: ring sizes never grow past this (a caller keeping every result would otherwise
 #: make the workspace grow without bound; past it NumPy simply allocates)
 MAX_RING = 64
+
+
+#: stays empty: its ``get`` is the ``take`` of workspaces without rings
+_NO_RINGS: dict = {}
 
 
 class NoWorkspace(dict):
@@ -51,14 +58,22 @@ class NoWorkspace(dict):
         self[key] = None  # later lookups of this site stay in C
         return None
 
-    def take(self, key: str) -> None:
-        return None
+    #: ``take(key)``: no ring, so None (an empty dict's ``get``: no Python frame)
+    take = _NO_RINGS.get
 
     def result(self, i: int) -> None:
         return None
 
     def enter(self, name: str, args: tuple) -> "NoWorkspace":
         """The workspace of a called function (none here)."""
+        return NO_WORKSPACE
+
+    def link(self, saved: tuple, reads: tuple = ()) -> tuple:
+        """A forward function's residuals, returned as they are (see Workspace)."""
+        return saved
+
+    def enter_linked(self, name: str, g: Any, saved: tuple, checks: tuple) -> Any:
+        """The workspace of a backward function (none here; see Workspace)."""
         return NO_WORKSPACE
 
 
@@ -110,6 +125,13 @@ class Workspace(_Results):
             key: Workspace(child, root=self.root, min_bytes=min_bytes)
             for key, child in layout.children.items()
         }
+        self.links: dict[int, tuple] = {}  # the root's: see link
+        #: a forward callee's: (backward's name, key of its g_out, key of the
+        #: forward's module reads) -> the backward's workspace
+        self.after: dict[tuple, Workspace] = {}
+        for (fkey, *at), bkey in layout.links.items():
+            if fkey in self.children and bkey in self.children:
+                self.children[fkey].after[tuple(at)] = self.children[bkey]
         small = {k for k, spec in layout.fixed.items() if _nbytes(spec) < min_bytes}
         if plain_results:  # no out=: a returned gradient's site allocates (no copy)
             small |= layout.results & layout.fixed.keys()
@@ -130,6 +152,9 @@ class Workspace(_Results):
         for key, (spec, n) in layout.rings.items():
             if _nbytes(spec) >= min_bytes:
                 self.rings[key] = [self._new(spec) for _ in range(n)]
+        if not self.rings:  # every take is None: no method call for it
+            self.take = _NO_RINGS.get
+        self.missed = False  # the root's: some take found every buffer busy
         for key in layout.disabled:
             self[key] = None
 
@@ -148,6 +173,7 @@ class Workspace(_Results):
             if sys.getrefcount(buf) <= _FREE:
                 return buf
         self.misses[key] = self.misses.get(key, 0) + 1
+        self.root.missed = True
         return None
 
     def enter(self, name: str, args: tuple) -> NoWorkspace:
@@ -158,8 +184,33 @@ class Workspace(_Results):
             return NO_WORKSPACE
         return child
 
+    def link(self, saved: tuple, reads: tuple = ()) -> tuple:
+        """A forward callee's residuals ``saved``, noted as computed in this
+        workspace: the compiler proved that their shape key follows from this
+        workspace's (its arguments') and the values ``reads`` of the module
+        attributes the forward read, so the backward's workspace follows from
+        them too (:meth:`enter_linked`), without a key of every residual."""
+        self.root.links[id(saved)] = (saved, self, reads)
+        return saved
+
+    def enter_linked(self, name: str, g: Any, saved: tuple, checks: tuple) -> Any:
+        """``enter(name, (g, saved))`` for a backward callee whose residuals a
+        linked forward returned: the workspace the recording call found after
+        that forward's, for ``g``'s key; without one, as ``enter``."""
+        entry = self.root.links.pop(id(saved), None)
+        if entry is not None and entry[0] is saved:
+            child = entry[1].after.get((name, _g_key(g), _g_key(entry[2])))
+            if child is not None:
+                return child
+        return self.enter(name, (g, saved))
+
     def grow(self) -> None:
         """After a call: add the buffers the call lacked (bounded by MAX_RING)."""
+        if self.root.missed:
+            self.root.missed = False
+            self._grow()
+
+    def _grow(self) -> None:
         for key, n in self.misses.items():
             ring = self.rings[key]
             spec = self.layout.rings[key][0]
@@ -167,13 +218,21 @@ class Workspace(_Results):
                 ring.append(self._new(spec))
         self.misses.clear()
         for child in self.children.values():
-            child.grow()
+            child._grow()
 
     def owns(self, a: Any) -> bool:
         """Whether ``a`` is one of the buffers or a view of one."""
         if type(a) is not np.ndarray:
             return False
         return id(a) in self.ids or (a.base is not None and id(a.base) in self.ids)
+
+
+def _g_key(g: Any) -> Any:
+    """The shape key of a backward's ``g_out`` (None for a boolean array)."""
+    try:
+        return value_key(g)
+    except MaskArgument:
+        return None
 
 
 #: every workspace buffer alive, by id (weakly: a dropped workspace frees them)
@@ -209,12 +268,15 @@ class Layout:
         #: sites binding a returned gradient (the function's buffer_results): no
         #: buffer for them in calls without out= (finalize then copies nothing)
         self.results: set[str] = set()
+        #: (forward child's key, backward's name, g_out's key, the key of the
+        #: forward's module reads) -> backward child's key (see enter_linked)
+        self.links: dict[tuple, tuple] = {}
 
 
 class Recorder(_Results):
     """The ``ws`` of a recording call: hands out no buffers, notes every result."""
 
-    def __init__(self, results: tuple | None = None):
+    def __init__(self, results: tuple | None = None, root: Any = None, key: Any = None):
         super().__init__(results)
         self.specs: dict[str, Any] = {}
         self.alive: dict[str, list] = {}
@@ -222,12 +284,49 @@ class Recorder(_Results):
         self.looped: set[str] = set()
         self.bad: set[str] = set()
         self.children: dict[tuple, "Recorder"] = {}
+        self.root = root if root is not None else self
+        self.key = key  # (name, shape key): this callee's entry in its caller's
+        self.links: dict[int, tuple] = {}  # the root's: residuals -> (them, child)
+        self.after: dict[tuple, Any] = {}  # see Workspace.after; None: no link
 
     def enter(self, name: str, args: tuple) -> "Recorder":
         key = (name, shape_key(args))
         if key not in self.children:
-            self.children[key] = Recorder()
+            self.children[key] = Recorder(root=self.root, key=key)
         return self.children[key]
+
+    def link(self, saved: tuple, reads: tuple = ()) -> tuple:
+        self.root.links[id(saved)] = (saved, self, reads)
+        return saved
+
+    def enter_linked(self, name: str, g: Any, saved: tuple, checks: tuple) -> Any:
+        """Enter as ``enter`` does, and note which workspace followed the linked
+        forward's for ``g``'s key: only when the forward is a sibling, both keys
+        are real (no boolean masks) and the residuals at ``checks`` (those whose
+        shapes alone the compiler proved fixed) have keys that read no values;
+        a second, different backward key for the same link drops it."""
+        child = self.enter(name, (g, saved))
+        entry = self.root.links.pop(id(saved), None)
+        if entry is None or entry[0] is not saved:
+            return child
+        forward = entry[1]
+        if forward.key is None or forward.key not in self.children:
+            return child
+        if self.children[forward.key] is not forward:
+            return child
+        at = (name, _g_key(g), _g_key(entry[2]))
+        ok = (
+            at[1] is not None
+            and at[2] is not None
+            and forward.key[1] is not None
+            and child.key[1] is not None
+            and all(value_free(saved[i]) for i in checks)
+        )
+        if not ok or forward.after.get(at, child.key) != child.key:
+            forward.after[at] = None
+        elif at not in forward.after:
+            forward.after[at] = child.key
+        return child
 
     def take(self, key: str) -> None:
         self.looped.add(key)
@@ -266,6 +365,10 @@ class Recorder(_Results):
                 out.fixed[key] = spec
         out.disabled = set(self.bad)
         out.children = {key: rec.layout() for key, rec in self.children.items()}
+        for key, rec in self.children.items():
+            for at, bkey in rec.after.items():
+                if bkey is not None:
+                    out.links[(key, *at)] = bkey
         return out
 
 
@@ -324,6 +427,7 @@ class Pool:
         finally:
             ws.results = None
             ws.update(mine)
+            ws.links.clear()  # residuals no backward took (an exception)
             ws.grow()
             if not (ws.pending and self._forget(key)):
                 ws.pending = False
@@ -380,88 +484,3 @@ def worthwhile(values: list) -> bool:
         elif t is dict or t is list or t is tuple:
             return True
     return total >= SMALL_BYTES
-
-
-class _Mask(Exception):
-    """A boolean array among the arguments (raised inside shape_key)."""
-
-
-def shape_key(values: list) -> tuple | None:
-    """What fixes every site's shape: array shapes and dtypes, container layouts,
-    and the values of ints, bools and strings (they may be sizes or flags).
-
-    None when an argument holds a boolean array: indexing with it gives a shape
-    that depends on its values, so such calls go without buffers.
-    """
-    try:
-        return _items_key(values)
-    except _Mask:
-        return None
-
-
-#: the key of None (as ``_key`` gives it), for ``_items_key``'s inline test
-_NONE_KEY = (type(None), None)
-
-
-def _items_key(values: Any) -> tuple:
-    """The keys of a list or tuple's items: float arrays (the common case) and
-    None (a tape's first entries) inline, the same keys ``_key`` gives."""
-    nd = np.ndarray
-    return tuple(
-        [
-            (
-                (v.shape, v.dtype)
-                if type(v) is nd and v.dtype.kind in "fc"
-                else _NONE_KEY if v is None else _key(v)
-            )
-            for v in values
-        ]
-    )
-
-
-def _array_key(v: np.ndarray) -> tuple:
-    dtype = v.dtype
-    if dtype.kind in "biu":
-        if dtype.kind == "b":
-            raise _Mask
-        if v.size <= 1:
-            # may be a size or a bound; a tuple, as tolist() of shape (1,) is a list
-            return (v.shape, dtype.char, tuple(v.reshape(-1).tolist()))
-    return (v.shape, dtype)
-
-
-def _key(v: Any) -> Any:
-    t = type(v)
-    if t is np.ndarray:
-        return _array_key(v)
-    if t is list or t is tuple:  # a tape: mostly arrays, keyed without a detour
-        return (t, _items_key(v))
-    if t is dict:
-        nd = np.ndarray
-        return (
-            dict,
-            tuple(
-                [
-                    (
-                        k,
-                        (
-                            (x.shape, x.dtype)
-                            if type(x) is nd and x.dtype.kind in "fc"
-                            else _key(x)
-                        ),
-                    )
-                    for k, x in v.items()
-                ]
-            ),
-        )
-    if t is float or t is complex:
-        return t
-    if t is int or t is bool or t is str or v is None:
-        return (t, v)
-    if t is range:
-        return (t, v.start, v.stop, v.step)
-    if isinstance(v, np.generic):
-        return (t, v.item()) if v.dtype.kind in "iub" else (t,)
-    if t is slice:
-        return (t, _key(v.start), _key(v.stop), _key(v.step))
-    return (t, id(v))

@@ -232,6 +232,61 @@ def test_softmax_cross_entropy_float32_and_errors():
         nn.softmax_cross_entropy(logits, labels.astype(float))
 
 
+def _take_along_value(logits, labels):
+    """softmax_cross_entropy as take_along_axis and np.mean compute it."""
+    z = logits - logits.max(axis=-1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=-1))
+    picked = np.take_along_axis(z, labels[..., None], axis=-1)[..., 0]
+    return np.mean(log_norm - picked)
+
+
+def _put_along_grad(g, logits, labels):
+    """Its cotangent as softmax and put_along_axis compute it."""
+    from s2sad.runtime.activations import softmax
+
+    p = softmax(logits)
+    picked = np.take_along_axis(p, labels[..., None], -1) - 1
+    np.put_along_axis(p, labels[..., None], picked, -1)
+    p *= np.asarray(g, dtype=p.dtype) / max(labels.size, 1)
+    return p
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return (
+        a.dtype == b.dtype
+        and np.array_equal(a, b)
+        and np.array_equal(np.signbit(a), np.signbit(b))
+    )
+
+
+@pytest.mark.parametrize("rows", [1, 7, 100])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.longdouble])
+@pytest.mark.parametrize("label_dtype", [np.int64, np.int32, np.uint8])
+def test_softmax_cross_entropy_rows_take_the_same_values(rows, dtype, label_dtype):
+    # a matrix of logits and one label per row: one fancy index and the mean
+    # without np.mean's wrappers, the same bits as take_along_axis and np.mean
+    logits = (5 * randn(rows, 6)).astype(dtype)
+    low = 0 if label_dtype is np.uint8 else -6  # negative labels count from the end
+    labels = RNG.integers(low, 6, rows).astype(label_dtype)
+    value = nn.softmax_cross_entropy(logits, labels)
+    want = _take_along_value(logits, labels)
+    assert type(value) is type(want) and _same_bits(value, want)
+    for g in (1.0, dtype(0.7)):
+        ct = nn.d_softmax_cross_entropy(g, value, logits, labels)[0]
+        assert _same_bits(ct, _put_along_grad(g, logits, labels))
+        into = (np.empty_like(logits),)
+        ct = nn.d_softmax_cross_entropy(g, value, logits, labels, into=into)[0]
+        assert ct is into[0] and _same_bits(ct, _put_along_grad(g, logits, labels))
+    # other layouts go the general way: a stack of rows, a label list
+    stack = randn(2, rows, 6)
+    stacked = RNG.integers(0, 6, (2, rows))
+    assert _same_bits(
+        nn.softmax_cross_entropy(stack, stacked), _take_along_value(stack, stacked)
+    )
+    assert _same_bits(nn.softmax_cross_entropy(logits, labels.tolist()), value)
+
+
 def test_bce_with_logits_value_and_stability():
     x, t = randn(6), RNG.random(6)
     p = 1 / (1 + np.exp(-x))

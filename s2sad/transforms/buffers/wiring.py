@@ -28,7 +28,7 @@ from typing import Any
 
 from s2sad.options import BUFFERED
 from s2sad.transforms.astutil import Namer, anno, assign, name
-from s2sad.transforms.buffers import sharing
+from s2sad.transforms.buffers import links, sharing
 from s2sad.transforms.buffers.facts import helper_of
 from s2sad.transforms.buffers.sites import Sites
 
@@ -42,9 +42,13 @@ def function_pass(job: Any, module: Any) -> None:
         return
     if job.top:
         job.functions += top_level(job.functions[0], module, job.namer)
-    else:
-        for f in job.functions:
-            callee(f, module, job.namer)
+        return
+    pair = len(job.functions) == 2 and job.functions[1].name == job.names[1]
+    at = links.checks(job.functions[0], module) if pair else None
+    for f in job.functions:
+        callee(f, module, job.namer)
+    if at is not None:
+        links.link(job.functions[0], job.functions[1], at)
 
 
 def connect_pass(module: Any) -> None:
