@@ -197,6 +197,19 @@ def test_summaries_with_nested_functions_and_user_calls():
             is None
         )
     assert _summary("def f(a, b):\n    return sorted(a, key=lambda v: v)\n") is None
+    rebound = (
+        "def f(a, b):\n    def g(z):\n        return z\n    g = b\n    return g(a)\n"
+    )
+    assert _summary(rebound) is None
+    # a global a nested function reads is not the function's own name: np stays np
+    uses_np = """
+    def f(a, b):
+        def g(z):
+            return np.sum(z)
+        v = g(b)
+        return np.where(a > 0, a, 0.0)
+    """
+    assert _summary(uses_np) == set()
     # another user function: what its own summary says
     env = {"_row": _row, "_returns_none": _returns_none}
     # (a call may store any argument into another: fresh ones show the summary)

@@ -179,16 +179,15 @@ def analyse(node: ast.FunctionDef, env: dict) -> Summary:
 
 
 def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
-    """Nested functions (``def g(...)`` or ``g = lambda ...``) by name -> every name
-    they read or bind (their parameters, what they capture); None when one is
-    used otherwise than called by its name (passed, stored, returned: it could
-    then run where the analysis does not see it) or a lambda is not so named."""
+    """Nested functions (``def g(...)`` or ``g = lambda ...``) by name -> the names
+    of this function they read or bind (their parameters, what they capture);
+    None when one is used otherwise than called by its name (passed, stored,
+    returned: it could run where the analysis does not see it) or rebound, or a
+    lambda is not so named."""
     out: dict[str, set[str]] = {}
-    named: set[int] = set()
+    named: dict[int, str] = {}
     for sub in ast.walk(node):
-        if sub is node:
-            continue
-        if isinstance(sub, ast.FunctionDef):
+        if isinstance(sub, ast.FunctionDef) and sub is not node:
             fn, name = sub, sub.name
         elif (
             isinstance(sub, ast.Assign)
@@ -197,20 +196,25 @@ def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
             and isinstance(sub.targets[0], ast.Name)
         ):
             fn, name = sub.value, sub.targets[0].id
-            named.add(id(fn))
+            named[id(fn)] = name
         else:
             continue
         if name in out:
             return None  # two functions of one name: which one runs is not known
-        a = fn.args
-        params = a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
         out[name] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-        out[name] |= {p.arg for p in params if p is not None}
-    called = {
-        id(sub.func)
-        for sub in ast.walk(node)
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
-    }
+        out[name] |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    # the names bound here (globals, ``np``, are not this function's to share)
+    bound = {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    stored = [
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    ]
+    out = {name: names & (bound | set(stored)) for name, names in out.items()}
+    lambdas = set(named.values())
+    if any(stored.count(name) != (name in lambdas) for name in out):
+        return None  # the name is bound to something else too
+    called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Lambda) and id(sub) not in named:
             return None
@@ -221,18 +225,6 @@ def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
             and id(sub) not in called
         ):
             return None
-        if (
-            isinstance(sub, ast.Name)
-            and sub.id in out
-            and isinstance(sub.ctx, ast.Store)
-            and not any(
-                isinstance(s, ast.Assign)
-                and s.targets[0] is sub
-                and isinstance(s.value, ast.Lambda)
-                for s in ast.walk(node)
-            )
-        ):
-            return None  # the name is rebound to something else
     return out
 
 
