@@ -227,3 +227,64 @@ def _swap_recursively(a, b, n):
     if n > 0:
         return _swap_recursively(b, a, n - 1)
     return a
+
+
+# -- scalars the aliasing pass now knows: np.clip of scalars, items of a fixed dict
+
+
+def clipped_scalar_changed(x, w):
+    c = np.clip(np.mean(w) - 1.05, a_min=-1.2, a_max=1.2)  # a NumPy scalar
+    y = np.tanh(x) * 2.0
+    pick = y if np.sum(x) > 10.0 else c
+    c -= pick  # rebinds c: y is not changed
+    return np.sum(y * x) + np.sum(c)
+
+
+def scalar_item_of_a_fixed_dict(x, s):
+    d = {"c": np.dot(x, x), "b": np.tanh(s), "a": x}
+    v = d["b"]  # a scalar: x, also held by d, is not changed below
+    v += np.sum(x)
+    return np.sum(x * v) + d["c"]
+
+
+def array_item_of_a_fixed_dict(x, s):
+    y = np.sin(x)
+    d = {"b": y, "s": np.tanh(s)}
+    v = d["b"]  # the array y itself
+    v += s
+    return np.sum(y * x)
+
+
+def changed_dict_item(x, s):
+    y = np.sin(x)
+    d = {"b": np.tanh(s)}
+    d["b"] = y  # d's items change: nothing is known of them
+    v = d["b"]
+    v += s
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (clipped_scalar_changed, (np.array([0.3, -0.2]), np.array([0.5, 0.1]))),
+        (clipped_scalar_changed, (np.array([0.3, -0.2]), 0.4)),
+        (scalar_item_of_a_fixed_dict, (np.array([0.3, -0.2, 0.5]), 0.7)),
+    ],
+)
+def test_scalars_changed_with_augmented_assignments_are_rebound(fn, args):
+    nums = tuple(range(len(args)))
+    fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    vg = s2sad.value_and_grad(fn, argnums=nums)
+    for _ in range(2):
+        value, grads = vg(*fresh())
+        assert np.allclose(value, fn(*fresh()))
+        for g, e in zip(grads, numerical_grad(fn, fresh(), nums)):
+            np.testing.assert_allclose(g, e, atol=1e-6)
+    s2sad.check_grads(fn, tuple(fresh()), modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("fn", [array_item_of_a_fixed_dict, changed_dict_item])
+def test_array_items_of_dicts_stay_watched(fn):
+    with pytest.raises(AliasingError, match="'y' shares memory"):
+        s2sad.grad(fn)(np.array([0.3, -0.2, 0.5]), 0.7)

@@ -16,9 +16,10 @@ argument of known rank (``s = b[1, 0]`` with ``b`` 2-d), to ``float(...)`` or
 ``int(...)``, or to arithmetic on scalars, holds an immutable value, and
 ``s *= t`` on it rebinds (``b[1]`` is a view, and still watched).  So do
 full reductions (``np.mean(x)``, ``x.sum()``), ``math`` functions, ufuncs of
-scalars, scalar arguments (from the call's example arguments, or a callee's
-``scalar_params``) and the scalar elements of a tuple (``t = (a, s)``;
-``v = t[1]``).  Loops iterate to a fixpoint of these facts.  Each call of a
+scalars, ``np.clip`` of scalars, scalar arguments (from the call's example
+arguments, or a callee's ``scalar_params``), the scalar elements of a tuple
+(``t = (a, s)``; ``v = t[1]``) and the scalar items of a dict display that is
+only ever read by constant keys after (``d = {"b": np.tanh(s)}``; ``v = d["b"]``).  Loops iterate to a fixpoint of these facts.  Each call of a
 user function is marked with which arguments are scalars at every visit
 (``scalar_args``), for the callee's in-place check.
 """
@@ -34,6 +35,7 @@ from s2sad.errors import AliasingError
 from s2sad.transforms.astutil import anno
 from s2sad.transforms.front import fresh, ranks, returns
 from s2sad.transforms.front.activity import Activity, is_append
+from s2sad.transforms.front.aliasing_facts import containers, frozen_dicts
 from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
 
@@ -47,8 +49,9 @@ class _State:
         # a user function's tuple result -> the names each element may share
         self.results: dict[str, tuple] = {}
         self.ranks: dict[str, int] = {}  # name -> number of dimensions (ranks.py)
+        self.keyed: dict[str, dict] = {}  # a dict never changed -> scalar items
 
-    def copy(self) -> "_State":
+    def copy(self) -> _State:
         s = _State()
         s.observers = {k: set(v) for k, v in self.observers.items()}
         s.stale = dict(self.stale)
@@ -56,6 +59,7 @@ class _State:
         s.elements = dict(self.elements)
         s.results = dict(self.results)
         s.ranks = dict(self.ranks)
+        s.keyed = dict(self.keyed)
         return s
 
     def key(self) -> tuple:
@@ -67,14 +71,16 @@ class _State:
             frozenset(self.elements.items()),
             frozenset(self.results),
             frozenset(self.ranks.items()),
+            frozenset((k, frozenset(v.items())) for k, v in self.keyed.items()),
         )
 
-    def merge(self, other: "_State") -> None:
+    def merge(self, other: _State) -> None:
         for k, v in other.observers.items():
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
         self.ranks = {k: v for k, v in self.ranks.items() if other.ranks.get(k) == v}
+        self.keyed = {k: v for k, v in self.keyed.items() if other.keyed.get(k) == v}
         mine, self.results = self.results, {}
         for k in set(mine) | set(other.results):
             if mine.get(k) == other.results.get(k):
@@ -139,7 +145,7 @@ def run(
             state.elements[p] = tuple(isinstance(e, SCALARS) for e in v)
         elif isinstance(v, np.ndarray) and p not in untrusted:
             state.ranks[p] = v.ndim  # the flow keeps it up to date
-    checker = _Checker(act, source, _containers(node), untrusted)
+    checker = _Checker(act, source, containers(node), untrusted)
     checker.local_functions = local_functions or {}
     checker.fresh = fresh.fresh_temps(node)
     checker.env = env or {}
@@ -156,24 +162,10 @@ def run(
         and counts.get(s.targets[0].id) == 1
         and isinstance(s.value, ast.Call)
     }
+    checker.frozen = frozen_dicts(node)
     checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
-
-
-def _containers(node: ast.FunctionDef) -> set[str]:
-    """Names that hold lists, tuples or dicts (literals, or appended to)."""
-    out = set()
-    for s in ast.walk(node):
-        if (
-            isinstance(s, ast.Assign)
-            and isinstance(s.targets[0], ast.Name)
-            and isinstance(s.value, (ast.List, ast.Tuple, ast.Dict))
-        ):
-            out.add(s.targets[0].id)
-        if isinstance(s, ast.Expr) and is_append(s):
-            out.add(s.value.func.value.id)
-    return out
 
 
 class _Checker:
@@ -330,6 +322,10 @@ class _Checker:
             state.ranks[z] = r
         state.elements.pop(z, None)
         state.results.pop(z, None)
+        state.keyed.pop(z, None)
+        if isinstance(value, ast.Dict) and z in self.frozen:  # its items as made
+            items = zip(value.keys, value.values)
+            state.keyed[z] = {k.value: self.scalar(v, state) for k, v in items}
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
@@ -417,6 +413,9 @@ class _Checker:
         ):
             return True
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            keyed = state.keyed.get(value.value.id)
+            if keyed is not None and isinstance(value.slice, ast.Constant):
+                return keyed.get(value.slice.value, False)
             elements = state.elements.get(value.value.id)
             k = _int_constant(value.slice)
             if elements is not None and k is not None:

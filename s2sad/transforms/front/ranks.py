@@ -149,6 +149,10 @@ def scalar_call(value: ast.Call, scalar: Callable[[ast.expr], bool]) -> bool:
         return target in REDUCTION_METHODS and not value.args and not value.keywords
     if kind == "user" and not value.keywords:
         return returns.returns_scalar(target)  # by the callee's source
+    if kind == "rule" and target is np.clip:  # clip of scalars: a NumPy scalar
+        parts = value.args + [k.value for k in value.keywords]
+        bounds = ("a_min", "a_max", "min", "max")
+        return all(k.arg in bounds for k in value.keywords) and all(map(scalar, parts))
     if kind in ("user", "local") or value.keywords or target is None:
         return False
     if target in (builtins.float, builtins.int):
