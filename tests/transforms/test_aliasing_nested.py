@@ -288,3 +288,32 @@ def test_scalars_changed_with_augmented_assignments_are_rebound(fn, args):
 def test_array_items_of_dicts_stay_watched(fn):
     with pytest.raises(AliasingError, match="'y' shares memory"):
         s2sad.grad(fn)(np.array([0.3, -0.2, 0.5]), 0.7)
+
+
+def _apply_fn(f, a, twice=False):
+    out = f(a)
+    if twice:
+        out = f(out)
+    return out + f(a * 0.5)
+
+
+def lambda_given_to_a_callee(x, s):
+    v = _apply_fn(lambda z: (x**2)[1] * z, s)  # a new number: x**2 is a new array
+    v += np.tanh(s**2)
+    return 0.59 * np.sum(x) + v
+
+
+def test_operators_that_make_new_values():
+    """Only ``+``, ``*`` and ``|`` can give a container that keeps its operands'
+    items; ``a ** 2``, ``a - b``, ``a / b`` give new values (seed 9001 program
+    166: a lambda's ``(x ** 2)[1]`` was taken for a part of ``x``)."""
+    assert _summary("def f(a, b):\n    return a ** 2, a - b, a / b, a @ b\n") == set()
+    assert _summary("def f(a, b):\n    return a + b\n") == {0, 1}
+    assert _summary("def f(a, b):\n    return a | b\n") == {0, 1}
+    x = np.array([0.3, -0.2, 0.5])
+    fn = lambda_given_to_a_callee
+    value, (gx, gs) = s2sad.value_and_grad(fn, argnums=(0, 1))(x.copy(), 0.7)
+    assert np.isclose(value, fn(x.copy(), 0.7))
+    ex, es = numerical_grad(fn, [x.copy(), 0.7], (0, 1))
+    np.testing.assert_allclose(gx, ex, atol=1e-6)
+    np.testing.assert_allclose(gs, es, atol=1e-6)

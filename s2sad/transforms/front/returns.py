@@ -338,6 +338,8 @@ class _Summary:
         if isinstance(e, ast.Name):
             return self.share.get(e.id, frozenset())  # a global: not an argument
         if isinstance(e, ast.BinOp):  # new for arrays and numbers; lists keep items
+            if not isinstance(e.op, (ast.Add, ast.Mult, ast.BitOr)):
+                return frozenset()  # (no container keeps items through a ** 2, a - b)
             if any(self.numeric(side) for side in (e.left, e.right)):
                 return frozenset()  # an array or number operand: a new result
             return self.of(e.left) | self.of(e.right)
