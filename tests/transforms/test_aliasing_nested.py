@@ -317,3 +317,100 @@ def test_operators_that_make_new_values():
     ex, es = numerical_grad(fn, [x.copy(), 0.7], (0, 1))
     np.testing.assert_allclose(gx, ex, atol=1e-6)
     np.testing.assert_allclose(gs, es, atol=1e-6)
+
+
+# -- floats put in a list, taken out and rebound (``t = lst[1]; t *= 2.0``)
+
+
+def floats_in_a_list(x, s):
+    lst = [s, np.tanh(s)]
+    s += np.sum(x)
+    t = lst[1]
+    t *= 2.0  # a float: rebinds t, lst keeps its items
+    return np.sum(x) * lst[0] + s + t
+
+
+def appended_floats(x, s):
+    lst = []
+    for i in range(2):
+        lst.append(s * 1.5 + i)
+    for v in lst:
+        v += np.sum(x)
+    w = lst[0]
+    w += np.sum(x * x)
+    return np.sum(x * w) + lst[1] + v
+
+
+def a_float_beside_an_array(x, w):
+    y = np.sin(x)
+    lst = [np.mean(w), y]
+    a = lst[0]  # the float, not y
+    a -= 1.0
+    return np.sum(y * a)
+
+
+@pytest.mark.parametrize(
+    "fn", [floats_in_a_list, appended_floats, a_float_beside_an_array]
+)
+def test_floats_taken_out_of_a_list_are_rebound(fn):
+    args = (np.array([0.3, -0.2, 0.5]), 0.7)
+    vg = s2sad.value_and_grad(fn, argnums=(0, 1))
+    for _ in range(2):
+        value, grads = vg(args[0].copy(), args[1])
+        assert np.isclose(value, fn(*args))
+        for g, e in zip(grads, numerical_grad(fn, list(args), (0, 1))):
+            np.testing.assert_allclose(g, e, atol=1e-6)
+    s2sad.check_grads(fn, args, modes=("rev", "fwd"))
+
+
+def array_item_taken_out(x, s):
+    y = np.sin(x)
+    lst = [s, y]
+    a = lst[1]
+    a *= 2.0
+    return np.sum(y * x)
+
+
+def array_appended(x, s):
+    y = np.sin(x)
+    lst = [s]
+    lst.append(y)
+    a = lst[-1]
+    a += 1.0
+    return np.sum(y * x)
+
+
+def array_stored_over_a_float(x, s):
+    y = np.sin(x)
+    lst = [s, 1.0]
+    lst[0] = y
+    a = lst[0]
+    a += 1.0
+    return np.sum(y * x)
+
+
+def list_passed_on(x, s):
+    y = np.sin(x)
+    lst = [s, 1.0]
+    z = _keep_first(lst, y)  # may put y into lst
+    a = lst[0]
+    a += 1.0
+    return np.sum(y * x) + z
+
+
+def _keep_first(lst, v):
+    lst[0] = v
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    "fn", [array_item_taken_out, array_appended, array_stored_over_a_float]
+)
+def test_arrays_in_lists_stay_watched(fn):
+    with pytest.raises(AliasingError, match="'y' shares memory"):
+        s2sad.grad(fn)(np.array([0.3, -0.2, 0.5]), 0.7)
+
+
+def test_a_list_passed_to_a_function_is_not_tracked():
+    with pytest.raises(s2sad.errors.S2SADError):
+        s2sad.grad(list_passed_on)(np.array([0.3, -0.2, 0.5]), 0.7)
