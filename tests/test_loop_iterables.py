@@ -337,3 +337,20 @@ def test_positional_kinds():
         with pytest.raises(UnsupportedSyntaxError) as info:
             check_positional(v, "m.py", 3, 9)
         assert str(info.value).startswith("m.py:3:9: unsupported construct: 'for'")
+
+
+def rebound_in_the_body(x, w):
+    acc = parts(x)  # a list only at run time: checked
+    s = 0.0
+    for e in acc:  # Python iterates the list acc named when the loop began
+        acc = [e * w, e]
+        s = s + np.sum(e * w)
+    return s + np.sum(acc[-1])
+
+
+def test_an_unknown_iterable_rebound_in_the_body():
+    x, w = np.array([0.3, -0.2]), np.array([1.5, 0.5])
+    s2sad.check_grads(rebound_in_the_body, (x, w), modes=("rev", "fwd"))
+    vg = s2sad.value_and_grad(rebound_in_the_body, argnums=(0, 1))
+    vg(x, w)
+    assert re.search(r"check_positional\(\s*acc,", vg.source)

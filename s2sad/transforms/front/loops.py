@@ -20,6 +20,7 @@ mapping, set or iterator at run time (runtime/iteration.py): never ``d[0], d[1]`
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator, Mapping, MappingView
 from collections.abc import Set as AbstractSet
 
@@ -196,7 +197,8 @@ class LoopNormalizer:
             ["module", "s2sad.runtime.iteration", "check_positional"],
         )
         fields = (p.filename, p.line, p.col)
-        node = ast.Call(func=func, args=[seq, *map(const, fields)], keywords=[])
+        held = copy.deepcopy(seq)  # (_iteration may rename the node the loop reads)
+        node = ast.Call(func=func, args=[held, *map(const, fields)], keywords=[])
         anno(node)["call"] = CallInfo("rule", check_positional)
         return ast.Expr(value=node)
 
