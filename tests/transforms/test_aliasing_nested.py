@@ -414,3 +414,39 @@ def test_arrays_in_lists_stay_watched(fn):
 def test_a_list_passed_to_a_function_is_not_tracked():
     with pytest.raises(s2sad.errors.S2SADError):
         s2sad.grad(list_passed_on)(np.array([0.3, -0.2, 0.5]), 0.7)
+
+
+# -- a callee that "changes" a float argument in place (rebinds it)
+
+
+def _bump(a, b):
+    v = b
+    v += 0.5  # b a float: rebinds v, the caller's b stays
+    return (0.5, 0.5)
+
+
+def callee_bumps_a_float(x, s):
+    _bump(np.tanh(x), s)  # result unused: run as plain Python
+    u, t = _bump(x, s * 2.0)
+    return np.sum(x * s) + u * t
+
+
+def callee_bumps_an_array(x, s):
+    y = np.sin(x)
+    _bump(x, y)  # y may change in place: refused
+    return np.sum(y * s)
+
+
+def test_a_callee_rebinding_a_float_argument_is_accepted():
+    """Fuzzer seed 8000 program 131: ``v6 = b; v6 += 0.5`` in a callee whose
+    result is not used was refused as an in-place change of the argument even
+    when the caller passes an immutable scalar."""
+    args = (np.array([0.3, -0.2, 0.5]), 0.7)
+    value, grads = s2sad.value_and_grad(callee_bumps_a_float, argnums=(0, 1))(*args)
+    assert np.isclose(value, callee_bumps_a_float(*args))
+    for g, e in zip(grads, numerical_grad(callee_bumps_a_float, list(args), (0, 1))):
+        np.testing.assert_allclose(g, e, atol=1e-6)
+    s2sad.check_grads(callee_bumps_a_float, args, modes=("rev", "fwd"))
+    for transform in (s2sad.grad, lambda f: lambda *a: s2sad.jvp(f, a, a)):
+        with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="_bump"):
+            transform(callee_bumps_an_array)(*args)
