@@ -450,3 +450,38 @@ def test_a_callee_rebinding_a_float_argument_is_accepted():
     for transform in (s2sad.grad, lambda f: lambda *a: s2sad.jvp(f, a, a)):
         with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="_bump"):
             transform(callee_bumps_an_array)(*args)
+
+
+# -- more scalars and new values (fuzzer seed 8000, programs 106, 131, 174)
+
+
+def _halved_plus(a, depth):
+    if depth <= 0:
+        return np.sum(np.linspace(0.8, 0.3, 4) * np.mean(a))
+    return np.tanh(_halved_plus(-a, depth - 1)) * 0.5 + a  # new: a float times 0.5
+
+
+def reductions_and_floating_chains(x, s):
+    t = (np.linspace(1.3, 0.7, 4) * np.mean(s))[3]  # an item of a vector: a scalar
+    u = np.sum(np.outer(x, x) * s, axis=None) * 0.5  # a full reduction
+    y = np.tanh(x)
+    r = _halved_plus(y, 1)  # a new array, not y
+    t += np.sum(x)
+    u -= t
+    r *= 2.0
+    return np.sum(y * x) + t * u + np.sum(r)
+
+
+def test_full_reductions_and_floating_results():
+    assert _summary("def f(a, b):\n    return np.tanh(a) * 0.5 + b\n") == set()
+    assert _summary("def f(a, b):\n    return -np.exp(a) + b\n") == set()
+    assert _summary("def f(a, b):\n    return (a - b) + b\n") == {
+        1
+    }  # ints: maybe lists
+    args = (np.array([0.3, -0.2, 0.5]), 0.7)
+    fn = reductions_and_floating_chains
+    value, grads = s2sad.value_and_grad(fn, argnums=(0, 1))(args[0].copy(), args[1])
+    assert np.isclose(value, fn(*args))
+    for g, e in zip(grads, numerical_grad(fn, list(args), (0, 1))):
+        np.testing.assert_allclose(g, e, atol=1e-6)
+    s2sad.check_grads(fn, args, modes=("rev", "fwd"))

@@ -390,6 +390,10 @@ class _Summary:
         a new array or number (with a list, ``[a] * 2`` would keep ``a``)."""
         if isinstance(e, ast.Constant):
             return type(e.value) in (float, complex)
+        if isinstance(e, ast.BinOp):  # np.tanh(a) * 0.5: still floating
+            return self.numeric(e.left) or self.numeric(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return self.numeric(e.operand)
         if isinstance(e, ast.Call) and self.fresh_call(e):
             target = self.resolve(e.func)
             return target is builtins.float or (
