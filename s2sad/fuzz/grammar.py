@@ -268,9 +268,14 @@ class Generator(NewForms, ModuleParts, ExprGen):
         self.env = saved
         v = self.fresh_name()
         call = f"{name}({self.rhs(sh, 1)})"
+        bound = self.bind(v, sh, call)
+        # the result may be (a view of) a name the body reads: none of those may
+        # change in place after this (``return v11`` is v11 itself)
+        self.env.alias(body)
+        self.env.fresh.discard(v)
         if self.rng.random() < 0.3:
-            return [f"{name} = lambda z: {body}", self.bind(v, sh, call)]
-        return [f"def {name}(z):", f"    return {body}", self.bind(v, sh, call)]
+            return [f"{name} = lambda z: {body}", bound]
+        return [f"def {name}(z):", f"    return {body}", bound]
 
     def s_list(self, depth, loop, ret):
         r = self.rng

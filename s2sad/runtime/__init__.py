@@ -21,6 +21,7 @@ RULE_MODULES = (
     "einsums",
     "elementwise",
     "indexing",
+    "iteration",
     "joining",
     "linalg",
     "losses",

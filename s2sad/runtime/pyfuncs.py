@@ -16,6 +16,7 @@ import builtins
 import copy
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -118,7 +119,11 @@ def d_sorted(g, ans, iterable, *, key=None, reverse=False):
 
 @adjoint(builtins.list, builtins.tuple)
 def d_list(g, ans, iterable=()):
-    """list(xs) of a list gives back the list; of an array, its rows stacked."""
+    """list(xs) of a list gives back the list; of an array, its rows stacked.
+
+    Of a mapping (its keys): nothing."""
+    if isinstance(iterable, Mapping):
+        return (None,)
     if isinstance(iterable, np.ndarray):
         return (_entries_like(g, iterable),)
     return (list(g),)
@@ -396,7 +401,17 @@ nondifferentiable(*LOGGING)
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
 elementwise(builtins.abs, builtins.pow)
-linear(builtins.float, builtins.list, builtins.tuple, copy.copy, copy.deepcopy)
+linear(builtins.float, copy.copy, copy.deepcopy)
+
+
+@tangent(builtins.list, builtins.tuple, container=True)
+def jvp_list(t, ans, iterable=()):
+    """list(xs) is linear in xs; of a mapping it holds the keys: no tangent."""
+    if t is None or isinstance(iterable, Mapping):
+        return None
+    return list(t) if type(ans) is list else tuple(t)
+
+
 scalar(math.dist, math.prod)
 
 

@@ -124,12 +124,12 @@ def _fc_net(rng):
 
 @program(
     _fc_net,
-    refused="AliasingError",
-    why="a false refusal: FullyConnectedNet.loss (a method of an object built in the "
-    "loss) ends with 'loss += 0.5 * reg * np.sum(W * W)' over W = self.params[...]; "
-    "loss holds a number (softmax_loss returns a full reduction), but the aliasing "
-    "pass cannot tell through the inlined method and takes it for an array sharing "
-    "the parameters' memory",
+    refused="UnsupportedSyntaxError",
+    why="batchnorm_forward stores the running mean and variance into the bn_param "
+    "dict it is given (bn_param['running_mean'] = ...): a callee's in-place change of "
+    "an argument is refused. (Until session 7 an AliasingError came first, a false "
+    "one: 'loss += 0.5 * reg * np.sum(W * W)' in the inlined method, loss a number "
+    "that the aliasing pass took for an array sharing the parameters' memory.)",
 )
 def cs231n_fully_connected_net_loss(params, X, y):
     model = FullyConnectedNet(params, [6, 4], dropout=0.7, reg=0.05, seed=123)

@@ -53,11 +53,39 @@ def test_normalize_loop_over_rows_and_augassign():
         """
         def f(X):
             s = 0.0
+            check_positional(X, '<test>', 4, 16)
             len_1 = len(X)
             r = range(len_1)
             for i in r:
                 row = X[i]
                 add = s + row
+                s = add
+            return s
+    """,
+    )
+
+
+def test_normalize_loop_over_a_known_list_has_no_check():
+    """A local only ever bound to a list display is iterated as it is indexed:
+    no run-time check (an argument of unknown type gets one, above)."""
+    expect(
+        run_normalize("""
+        def f(x):
+            xs = [x, x]
+            s = 0.0
+            for v in xs:
+                s += v
+            return s
+    """),
+        """
+        def f(x):
+            xs = [x, x]
+            s = 0.0
+            len_1 = len(xs)
+            r = range(len_1)
+            for i in r:
+                v = xs[i]
+                add = s + v
                 s = add
             return s
     """,

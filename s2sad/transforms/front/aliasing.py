@@ -16,9 +16,11 @@ argument of known rank (``s = b[1, 0]`` with ``b`` 2-d), to ``float(...)`` or
 ``int(...)``, or to arithmetic on scalars, holds an immutable value, and
 ``s *= t`` on it rebinds (``b[1]`` is a view, and still watched).  So do
 full reductions (``np.mean(x)``, ``x.sum()``), ``math`` functions, ufuncs of
-scalars, scalar arguments (from the call's example arguments, or a callee's
-``scalar_params``) and the scalar elements of a tuple (``t = (a, s)``;
-``v = t[1]``).  Loops iterate to a fixpoint of these facts.  Each call of a
+scalars, ``np.clip`` of scalars, scalar arguments (from the call's example
+arguments, or a callee's ``scalar_params``), the scalar elements of a tuple
+(``t = (a, s)``; ``v = t[1]``), the scalar items of a dict display that is
+only ever read by constant keys after (``d = {"b": np.tanh(s)}``; ``v = d["b"]``)
+and of a list changed only by appends and item stores (``lst = [s]``; ``t = lst[0]``).  Loops iterate to a fixpoint of these facts.  Each call of a
 user function is marked with which arguments are scalars at every visit
 (``scalar_args``), for the callee's in-place check.
 """
@@ -34,6 +36,12 @@ from s2sad.errors import AliasingError
 from s2sad.transforms.astutil import anno
 from s2sad.transforms.front import fresh, ranks, returns
 from s2sad.transforms.front.activity import Activity, is_append
+from s2sad.transforms.front.aliasing_facts import (
+    containers,
+    frozen_dicts,
+    int_constant,
+    plain_lists,
+)
 from s2sad.transforms.front.returns import view_sources  # noqa: F401 (setitems)
 
 
@@ -47,8 +55,12 @@ class _State:
         # a user function's tuple result -> the names each element may share
         self.results: dict[str, tuple] = {}
         self.ranks: dict[str, int] = {}  # name -> number of dimensions (ranks.py)
+        self.keyed: dict[str, dict] = {}  # a dict never changed -> scalar items
+        # a list changed only by append and item stores -> (which of the items
+        # it was made with are scalars, whether all appended ones are)
+        self.listed: dict[str, tuple] = {}
 
-    def copy(self) -> "_State":
+    def copy(self) -> _State:
         s = _State()
         s.observers = {k: set(v) for k, v in self.observers.items()}
         s.stale = dict(self.stale)
@@ -56,6 +68,8 @@ class _State:
         s.elements = dict(self.elements)
         s.results = dict(self.results)
         s.ranks = dict(self.ranks)
+        s.keyed = dict(self.keyed)
+        s.listed = dict(self.listed)
         return s
 
     def key(self) -> tuple:
@@ -67,14 +81,23 @@ class _State:
             frozenset(self.elements.items()),
             frozenset(self.results),
             frozenset(self.ranks.items()),
+            frozenset((k, frozenset(v.items())) for k, v in self.keyed.items()),
+            frozenset(self.listed.items()),
         )
 
-    def merge(self, other: "_State") -> None:
+    def merge(self, other: _State) -> None:
         for k, v in other.observers.items():
             self.observers.setdefault(k, set()).update(v)
         self.stale.update(other.stale)
         self.scalars &= other.scalars  # a scalar on every path only
         self.ranks = {k: v for k, v in self.ranks.items() if other.ranks.get(k) == v}
+        self.keyed = {k: v for k, v in self.keyed.items() if other.keyed.get(k) == v}
+        mine, self.listed = self.listed, {}
+        for k, (flags, rest) in mine.items():
+            other_flags, other_rest = other.listed.get(k, ((), False))
+            if len(other_flags) == len(flags) and k in other.listed:
+                both = tuple(a and b for a, b in zip(flags, other_flags))
+                self.listed[k] = (both, rest and other_rest)
         mine, self.results = self.results, {}
         for k in set(mine) | set(other.results):
             if mine.get(k) == other.results.get(k):
@@ -139,7 +162,7 @@ def run(
             state.elements[p] = tuple(isinstance(e, SCALARS) for e in v)
         elif isinstance(v, np.ndarray) and p not in untrusted:
             state.ranks[p] = v.ndim  # the flow keeps it up to date
-    checker = _Checker(act, source, _containers(node), untrusted)
+    checker = _Checker(act, source, containers(node), untrusted)
     checker.local_functions = local_functions or {}
     checker.fresh = fresh.fresh_temps(node)
     checker.env = env or {}
@@ -156,24 +179,10 @@ def run(
         and counts.get(s.targets[0].id) == 1
         and isinstance(s.value, ast.Call)
     }
+    checker.frozen, checker.plain = frozen_dicts(node), plain_lists(node)
     checker.block(node.body, state)
     if checker.problems:
         raise AliasingError(checker.problems)
-
-
-def _containers(node: ast.FunctionDef) -> set[str]:
-    """Names that hold lists, tuples or dicts (literals, or appended to)."""
-    out = set()
-    for s in ast.walk(node):
-        if (
-            isinstance(s, ast.Assign)
-            and isinstance(s.targets[0], ast.Name)
-            and isinstance(s.value, (ast.List, ast.Tuple, ast.Dict))
-        ):
-            out.add(s.targets[0].id)
-        if isinstance(s, ast.Expr) and is_append(s):
-            out.add(s.value.func.value.id)
-    return out
 
 
 class _Checker:
@@ -237,15 +246,32 @@ class _Checker:
             self.define(s.targets[0].id, s.value, state)
         elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
             base = s.targets[0].value.id
+            if base in state.listed:
+                self.store_item(base, s.targets[0].slice, s.value, state)
             self.mutate(base, s, state)
             if isinstance(s.value, ast.Name) and base in self.containers:
                 state.observe(base, s.value.id)
         elif is_append(s):
             lst = s.value.func.value.id
+            if lst in state.listed:
+                flags, rest = state.listed[lst]
+                state.listed[lst] = (
+                    flags,
+                    rest and self.scalar(s.value.args[0], state),
+                )
             self.mutate(lst, s, state)
             if isinstance(s.value.args[0], ast.Name):
                 state.observe(lst, s.value.args[0].id)
         return state
+
+    def store_item(self, lst: str, index, value, state: _State) -> None:
+        """``lst[index] = value`` on a list whose scalar items are tracked."""
+        flags, rest = state.listed[lst]
+        k, scalar = int_constant(index), self.scalar(value, state)
+        if k is not None and 0 <= k < len(flags):
+            state.listed[lst] = (flags[:k] + (scalar,) + flags[k + 1 :], rest)
+        elif not scalar:
+            state.listed[lst] = ((False,) * len(flags), False)
 
     def counter(self, s: ast.stmt, state: _State) -> None:
         """``for i in range(...)``: ``i`` holds an int in the body."""
@@ -330,6 +356,13 @@ class _Checker:
             state.ranks[z] = r
         state.elements.pop(z, None)
         state.results.pop(z, None)
+        state.keyed.pop(z, None)
+        state.listed.pop(z, None)
+        if isinstance(value, ast.List) and z in self.plain:
+            state.listed[z] = (tuple(self.scalar(e, state) for e in value.elts), True)
+        if isinstance(value, ast.Dict) and z in self.frozen:  # its items as made
+            items = zip(value.keys, value.values)
+            state.keyed[z] = {k.value: self.scalar(v, state) for k, v in items}
         state.stale.pop(z, None)
         for obs in state.observers.values():
             obs.discard(z)
@@ -364,7 +397,7 @@ class _Checker:
             and value.value.id in state.results
         ):  # an element of such a tuple: shares what that element may share
             r, parts = value.value.id, state.results[value.value.id]
-            k = _int_constant(value.slice)
+            k = int_constant(value.slice)
             inside = -len(parts) <= k < len(parts) if k is not None else False
             bases = parts[k] if inside else sorted({b for p in parts for b in p})
             state.observe(r, z)
@@ -417,8 +450,19 @@ class _Checker:
         ):
             return True
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            listed = state.listed.get(value.value.id)
+            if listed is not None and self._int(value.slice, state):
+                (flags, rest), k = listed, int_constant(value.slice)
+                return (
+                    flags[k]
+                    if k is not None and 0 <= k < len(flags)
+                    else (all(flags) and rest)
+                )
+            keyed = state.keyed.get(value.value.id)
+            if keyed is not None and isinstance(value.slice, ast.Constant):
+                return keyed.get(value.slice.value, False)
             elements = state.elements.get(value.value.id)
-            k = _int_constant(value.slice)
+            k = int_constant(value.slice)
             if elements is not None and k is not None:
                 return -len(elements) <= k < len(elements) and elements[k]
         return self.rank(value, state) == 0 and ranks.scalar_result(value)
@@ -453,16 +497,3 @@ def _meet(a, b):
     if a is False or b is False:
         return False
     return a if a == b else "fresh"
-
-
-def _int_constant(index: ast.expr) -> int | None:
-    if isinstance(index, ast.Constant) and type(index.value) is int:
-        return index.value
-    if (
-        isinstance(index, ast.UnaryOp)
-        and isinstance(index.op, ast.USub)
-        and isinstance(index.operand, ast.Constant)
-        and type(index.operand.value) is int
-    ):
-        return -index.operand.value
-    return None

@@ -87,7 +87,9 @@ def unseen_change(info: Any, call: ast.Call, flags, marks, local_functions, sour
     ``"fresh"`` per argument).  ``flags``: per argument, differentiated or not."""
     if getattr(info, "kind", "") != "user" or not any(flags):
         return None
-    changed = changed_params(info, local_functions)
+    # an immutable scalar (marks: True) cannot change: p += g rebinds p
+    kept = {i for i, m in enumerate(marks) if m is True}
+    changed = changed_params(info, local_functions) - kept
     for i, (a, active) in enumerate(zip(call.args, flags)):
         fresh = i < len(marks) and marks[i] == "fresh"
         if active and i in changed and not fresh and isinstance(a, ast.Name):
@@ -104,7 +106,7 @@ def unseen_change(info: Any, call: ast.Call, flags, marks, local_functions, sour
                     f"{a.id} = {what}(...) (in it: p = p.copy() before p[i] = v)",
                 )
             )
-    reached = changed_params(info, local_functions, reach=True)
+    reached = changed_params(info, local_functions, reach=True) - kept
     fresh = {i for i, m in enumerate(marks) if m == "fresh"}
     if any(i == -1 or (i < len(call.args) and i not in fresh) for i in reached):
         from s2sad.errors import UnsupportedSyntaxError
@@ -127,6 +129,11 @@ def refuse_unseen_change(parsed, stmt, call, active, local_functions) -> None:
     """Forward mode: :func:`unseen_change` raised, marks from :func:`fresh_marks`."""
     flags = [isinstance(a, ast.Name) and a.id in active for a in call.args]
     marks = fresh_marks(parsed.node, stmt, call, local_functions)
+    scalars = anno(call).get("scalar_args", ())  # front/aliasing.py: True
+    marks = tuple(
+        True if i < len(scalars) and scalars[i] is True else m
+        for i, m in enumerate(marks or (False,) * len(call.args))
+    )
     info = anno(call).get("call")
     err = unseen_change(info, call, flags, marks, local_functions, parsed.source)
     if err is not None:

@@ -6,15 +6,29 @@
                                     s = s + row
 
 ``zip``, ``enumerate``, ``dict.items()`` and other iterables are indexed the same
-way (a dict the compiler knows to be one, ``for k in d``, through its keys); ``while c:`` recomputes its test at the end of the body and counts its
-iterations (``n_iter``) so the backward sweep can replay them.
+way. Indexing gives what Python iterates only for sequences and arrays: a dict the
+compiler knows to be one (``for k in d``) is read through its keys, a set, a
+generator or a dict view through ``list(...)``, and an iterable it cannot prove to
+be a sequence (a callee's result, an item of a container) gets
+``check_positional(seq, file, line, col)`` in front of the loop, which refuses a
+mapping, set or iterator at run time (runtime/iteration.py): never ``d[0], d[1]``.
+
+``while c:`` recomputes its test at the end of the body and counts its iterations
+(``n_iter``) so the backward sweep can replay them.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+from collections.abc import Iterator, Mapping, MappingView
+from collections.abc import Set as AbstractSet
 
+import numpy as np
+
+from s2sad.runtime.iteration import check_positional
 from s2sad.transforms.astutil import anno, assign, call, const, name, stores
+from s2sad.transforms.front.calls import CallInfo
 
 
 class LoopNormalizer:
@@ -115,7 +129,7 @@ class LoopNormalizer:
             and isinstance(target, (ast.Tuple, ast.List))
             and len(target.elts) == 2
         ):
-            seq = self.atom(it.args[0], out, "seq")
+            seq = self._indexed(it.args[0], out)
             start = it.args[1] if len(it.args) > 1 else None
 
             def bind(i, body):
@@ -137,7 +151,7 @@ class LoopNormalizer:
             and isinstance(target, (ast.Tuple, ast.List))
             and len(target.elts) == len(it.args)
         ):
-            seqs = [self.atom(a, out, "seq") for a in it.args]
+            seqs = [self._indexed(a, out) for a in it.args]
 
             def bind(i, body):
                 for elt, q in zip(target.elts, seqs):
@@ -149,11 +163,11 @@ class LoopNormalizer:
         dict_view = _dict_view(it, self)
         if dict_view is not None:
             return self._dict_items(dict_view, it.func.attr, target, out)
-        if self._is_dict(it):  # ``for k in d`` iterates its keys, not d[0], d[1]...
+        if self._kind(it) == "dict":  # ``for k in d``: its keys, not d[0], d[1]...
             return self._dict_items(self.atom(it, out, "seq"), "keys", target, out)
         if isinstance(it, ast.Call):
             it = call("list", it)
-        seq = self.atom(it, out, "seq")
+        seq = self._indexed(it, out)
 
         def bind(i, body):
             self.assign_to(
@@ -162,33 +176,96 @@ class LoopNormalizer:
 
         return [seq], bind
 
-    def _is_dict(self, it: ast.expr) -> bool:
-        """``it`` is a dict for sure: an argument (or a path in one) whose value the
-        compiler was given is a dict (the cache key tells dicts apart), or a local
-        name only ever bound to dict displays."""
+    def _indexed(self, it: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """The atom a loop indexes for ``it``: its keys for a dict, ``list(it)``
+        for a set, generator or dict view; checked at run time (``check_positional``)
+        where the compiler cannot tell that indexing it gives what Python iterates."""
+        kind = self._kind(it)
+        if kind in ("dict", "iterator"):
+            return self.atom(call("list", it), out, "seq")
+        seq = self.atom(it, out, "seq")
+        if kind is None:
+            out.append(self._positional_check(seq, it))
+        return seq
+
+    def _positional_check(self, seq: ast.expr, it: ast.expr) -> ast.stmt:
+        """``check_positional(seq, file, line, col)``."""
+        p = self.parsed.source.problem(it, "")
+        func = name("check_positional")
+        anno(func)["bind"] = (
+            check_positional,
+            ["module", "s2sad.runtime.iteration", "check_positional"],
+        )
+        fields = (p.filename, p.line, p.col)
+        held = copy.deepcopy(seq)  # (_iteration may rename the node the loop reads)
+        node = ast.Call(func=func, args=[held, *map(const, fields)], keywords=[])
+        anno(node)["call"] = CallInfo("rule", check_positional)
+        return ast.Expr(value=node)
+
+    def _kind(self, it: ast.expr, seen: frozenset = frozenset()) -> str | None:
+        """What a loop over ``it`` surely gets: ``"seq"`` (iterated as indexed),
+        ``"dict"`` (a mapping: its keys), ``"iterator"`` (a set, a generator, a dict
+        view: ``list`` of it), or None (not known before it runs).
+
+        Known from the expression (displays, ``list(...)``, ``dict(...)``), from the
+        value of an argument the function never rebinds (its type is in the cache
+        key; for a path into one, only that it is a dict), or from every binding
+        of a local name."""
+        if isinstance(it, (ast.List, ast.Tuple)):
+            return "seq"
+        if isinstance(it, ast.Constant):
+            return "seq" if isinstance(it.value, (str, bytes, tuple)) else None
+        if isinstance(it, (ast.Dict, ast.DictComp)):
+            return "dict"
+        if isinstance(it, ast.IfExp):
+            kinds = {self._kind(it.body, seen), self._kind(it.orelse, seen)}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(it, ast.Call):
+            return self._call_kind(it)
         rebound = stores(self.parsed.node)
-        if isinstance(_example(it, self.parsed.example_args, rebound), dict):
-            return True
-        if not isinstance(it, ast.Name) or it.id in self.params:
-            return False
+        if isinstance(it, (ast.Attribute, ast.Subscript)):
+            value = _example(it, self.parsed.example_args, rebound)
+            return "dict" if _value_kind(value) == "dict" else None
+        if not isinstance(it, ast.Name) or it.id in seen:
+            return None
+        if it.id in self.params:
+            if it.id in rebound or it.id not in self.parsed.example_args:
+                return None
+            return _value_kind(self.parsed.example_args[it.id])
         values = [
             n.value
             for n in ast.walk(self.parsed.node)
             if isinstance(n, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)
         ]
-        return (
-            bool(values)
-            and len(values)
-            == sum(
-                1
-                for n in ast.walk(self.parsed.node)
-                if isinstance(n, ast.Name)
-                and n.id == it.id
-                and isinstance(n.ctx, ast.Store)
-            )
-            and all(isinstance(v, (ast.Dict, ast.DictComp)) for v in values)
+        bindings = sum(
+            1
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Name)
+            and n.id == it.id
+            and isinstance(n.ctx, ast.Store)
         )
+        if not values or len(values) != bindings:
+            return None
+        kinds = {self._kind(v, seen | {it.id}) for v in values}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _call_kind(self, it: ast.Call) -> str | None:
+        if (
+            isinstance(it.func, ast.Attribute)
+            and it.func.attr in ("keys", "values", "items")
+            and not it.args
+            and not it.keywords
+        ):
+            return "iterator"  # a view: ``list`` of it is what Python iterates
+        fn = self.resolve(it.func) if self.is_static(it.func) else None
+        if any(fn is f for f in (list, tuple, sorted, range, str)):
+            return "seq"
+        if isinstance(fn, type) and issubclass(fn, Mapping):
+            return "dict"
+        if any(fn is f for f in (set, frozenset, iter, reversed, map, filter, zip)):
+            return "iterator"
+        return None
 
     def _dict_items(self, d, kind, target, out):
         """``for k, v in d.items()`` -> loop over ``list(d.keys())`` reading ``d[k]``."""
@@ -219,7 +296,7 @@ class LoopNormalizer:
         return [name(keys)], bind
 
 
-def _dict_view(it: ast.expr, norm: "LoopNormalizer") -> ast.expr | None:
+def _dict_view(it: ast.expr, norm: LoopNormalizer) -> ast.expr | None:
     """The dict of ``d.items()`` / ``d.values()`` / ``d.keys()`` on a local, else None."""
     if (
         isinstance(it, ast.Call)
@@ -230,6 +307,17 @@ def _dict_view(it: ast.expr, norm: "LoopNormalizer") -> ast.expr | None:
         and it.func.value.id in norm.locals
     ):
         return it.func.value
+    return None
+
+
+def _value_kind(value) -> str | None:
+    """:meth:`LoopNormalizer._kind` of an argument's value."""
+    if type(value) in (list, tuple, str, bytes, range) or isinstance(value, np.ndarray):
+        return "seq"
+    if isinstance(value, Mapping):
+        return "dict"
+    if isinstance(value, (AbstractSet, MappingView, Iterator)):
+        return "iterator"
     return None
 
 

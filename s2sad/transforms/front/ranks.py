@@ -105,6 +105,8 @@ def _call(value: ast.Call, of) -> int | None:
     info = anno(value).get("call")
     kind = getattr(info, "kind", "")
     target = getattr(info, "target", None)
+    if kind == "rule" and _full_reduction(value, target):
+        return 0  # np.mean(a), np.sum(a, axis=None): a scalar, whatever a's rank
     if value.keywords:
         return None
     if kind == "method" and isinstance(value.func, ast.Attribute):
@@ -149,6 +151,12 @@ def scalar_call(value: ast.Call, scalar: Callable[[ast.expr], bool]) -> bool:
         return target in REDUCTION_METHODS and not value.args and not value.keywords
     if kind == "user" and not value.keywords:
         return returns.returns_scalar(target)  # by the callee's source
+    if kind == "rule" and _full_reduction(value, target):
+        return True
+    if kind == "rule" and target is np.clip:  # clip of scalars: a NumPy scalar
+        parts = value.args + [k.value for k in value.keywords]
+        bounds = ("a_min", "a_max", "min", "max")
+        return all(k.arg in bounds for k in value.keywords) and all(map(scalar, parts))
     if kind in ("user", "local") or value.keywords or target is None:
         return False
     if target in (builtins.float, builtins.int):
@@ -163,6 +171,20 @@ def scalar_call(value: ast.Call, scalar: Callable[[ast.expr], bool]) -> bool:
     if isinstance(target, np.ufunc):
         return args_scalar  # a ufunc of scalars gives a NumPy scalar
     return False
+
+
+def _full_reduction(value: ast.Call, target: Any) -> bool:
+    """``np.sum(a)``, ``np.mean(a, axis=None)``: one operand, no axis."""
+    return (
+        _in(target, FULL_REDUCTIONS)
+        and len(value.args) == 1
+        and all(
+            k.arg == "axis"
+            and isinstance(k.value, ast.Constant)
+            and k.value.value is None
+            for k in value.keywords
+        )
+    )
 
 
 def _in(target: Any, group: set) -> bool:

@@ -12,8 +12,12 @@ positions of the parameters its result may share memory with::
     def pick(a, b):                         # -> {1}          (a view of b)
         return b[0]
 
-or ``None`` when it cannot tell (no source, a callable object, a generator,
-nested functions): then every argument is assumed shared, as before.
+or ``None`` when it cannot tell (no source, a callable object, a generator, a
+nested function used otherwise than called by its name): then every argument is
+assumed shared, as before. A nested function (``def g`` or ``g = lambda``) only
+ever called by its name holds what its names may share: its call may return any
+of it and store any argument into it. A call of another module-level user
+function returns what its own summary says of the arguments in those positions.
 
 The analysis is flow-insensitive and errs on the side of sharing: every local
 name collects what any of its assignments may share; a container collects
@@ -41,118 +45,21 @@ from typing import Any
 import numpy as np
 
 from s2sad.transforms.astutil import anno
-
-#: NumPy functions that return a new array or scalar (never a view of an argument)
-FRESH_FUNCTIONS = {
-    getattr(np, n)
-    for n in (  # noqa: SIM905 (one name a line would take a page)
-        "sum mean max min amax amin prod std var median average nansum nanmean "
-        "nanmax nanmin ptp dot vdot matmul inner outer tensordot kron "
-        "linspace logspace zeros ones full eye identity arange zeros_like "
-        "ones_like full_like copy where clip concatenate stack vstack hstack "
-        "column_stack tile repeat cumsum cumprod diff sort argsort argmax argmin "
-        "trace cross convolve polyval tril triu interp"
-    ).split()
-    if hasattr(np, n)
-} | {
-    np.linalg.norm,
-    np.linalg.inv,
-    np.linalg.solve,
-    np.linalg.det,
-    np.linalg.slogdet,
-    np.linalg.cholesky,
-}
-#: NumPy reductions whose result, without axis (one argument only), is a scalar
-FULL_REDUCTIONS = {
-    np.sum,
-    np.mean,
-    np.max,
-    np.min,
-    np.amax,
-    np.amin,
-    np.prod,
-    np.std,
-    np.var,
-    np.median,
-    np.nansum,
-    np.nanmean,
-    np.nanmax,
-    np.nanmin,
-    np.ptp,
-}
-#: builtins that return a new number (``sum`` of arrays adds them up from 0)
-FRESH_BUILTINS = {
-    builtins.float,
-    builtins.int,
-    builtins.bool,
-    builtins.len,
-    builtins.abs,
-    builtins.sum,
-    builtins.round,
-}
-#: array methods whose result is a new array or scalar
-FRESH_METHODS = {
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "prod",
-    "std",
-    "var",
-    "dot",
-    "item",
-    "tolist",
-    "cumsum",
-    "cumprod",
-    "clip",
-    "round",
-    "argmax",
-    "argmin",
-}
-
-#: methods and NumPy functions whose result is a view of their first operand
-VIEW_METHODS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "swapaxes",
-    "view",
-    "diagonal",
-    "T",
-}
-VIEW_FUNCTIONS = {
-    "reshape",
-    "ravel",
-    "transpose",
-    "squeeze",
-    "expand_dims",
-    "swapaxes",
-    "moveaxis",
-    "asarray",
-    "broadcast_to",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "diagonal",
-    "flip",
-    "rot90",
-}
-
+from s2sad.transforms.front.returns_tables import (
+    FLOATING,
+    FRESH_BUILTINS,
+    FRESH_FUNCTIONS,
+    FRESH_METHODS,
+    FULL_REDUCTIONS,
+    VIEW_FUNCTIONS,
+    VIEW_METHODS,
+)
 
 Shared = frozenset  # positions of parameters
 #: (what the result may share, or None: unknown; for a function whose every
 #: ``return`` is a tuple display of one length, what each element may share)
 Summary = tuple  # (Shared | None, tuple[Shared, ...] | None)
 _cache: dict[Any, Summary] = {}
-#: NumPy and math functions whose result is floating point even for integers
-#: (``[a] * n`` with an integer ``n`` would repeat the list, keeping ``a``)
-FLOATING = set(
-    (  # noqa: SIM905
-        "exp log log1p expm1 sqrt sin cos tan tanh sinh cosh arctan arcsin arccos "
-        "mean std var linspace"
-    ).split()
-)
 
 
 def shared_params(target: Any, receiver: bool) -> tuple[Summary, int]:
@@ -164,6 +71,7 @@ def shared_params(target: Any, receiver: bool) -> tuple[Summary, int]:
     if node is None:
         return (None, None), offset
     if fn.__code__ not in _cache:
+        _cache[fn.__code__] = (None, None)  # while analysed (recursion): unknown
         _cache[fn.__code__] = analyse(node, fn.__globals__)
     return _cache[fn.__code__], offset
 
@@ -254,9 +162,7 @@ def analyse(node: ast.FunctionDef, env: dict) -> Summary:
         if sub is not node and isinstance(
             sub,
             (
-                ast.FunctionDef,
                 ast.AsyncFunctionDef,
-                ast.Lambda,
                 ast.ClassDef,
                 ast.Yield,
                 ast.YieldFrom,
@@ -266,17 +172,86 @@ def analyse(node: ast.FunctionDef, env: dict) -> Summary:
             ),
         ):
             return None, None
-    return _Summary(node, env).run()
+    closures = _closures(node)
+    if closures is None:
+        return None, None
+    return _Summary(node, env, closures).run()
+
+
+def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
+    """Nested functions (``def g(...)`` or ``g = lambda ...``) by name -> the names
+    of this function they read or bind (their parameters, what they capture);
+    None when one is used otherwise than called by its name (passed, stored,
+    returned: it could run where the analysis does not see it) or rebound, or a
+    lambda is not so named."""
+    out: dict[str, set[str]] = {}
+    named: dict[int, str] = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.FunctionDef) and sub is not node:
+            fn, name = sub, sub.name
+        elif (
+            isinstance(sub, ast.Assign)
+            and isinstance(sub.value, ast.Lambda)
+            and len(sub.targets) == 1
+            and isinstance(sub.targets[0], ast.Name)
+        ):
+            fn, name = sub.value, sub.targets[0].id
+            named[id(fn)] = name
+        else:
+            continue
+        if name in out:
+            return None  # two functions of one name: which one runs is not known
+        out[name] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        out[name] |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    # the names bound here (globals, ``np``, are not this function's to share)
+    bound = {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    stored = [
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    ]
+    out = {name: names & (bound | set(stored)) for name, names in out.items()}
+    lambdas = set(named.values())
+    if any(stored.count(name) != (name in lambdas) for name in out):
+        return None  # the name is bound to something else too
+    called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Lambda) and id(sub) not in named:
+            return None
+        if (
+            isinstance(sub, ast.Name)
+            and sub.id in out
+            and isinstance(sub.ctx, ast.Load)
+            and id(sub) not in called
+        ):
+            return None
+    return out
+
+
+def _own(node: ast.AST):
+    """The nodes of ``node``'s body, not those of the functions nested in it."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        sub = todo.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(sub))
 
 
 class _Summary:
-    def __init__(self, node: ast.FunctionDef, env: dict):
+    def __init__(self, node: ast.FunctionDef, env: dict, closures: dict):
         self.node = node
         self.env = env
         self.params = [p.arg for p in node.args.args]
         self.share: dict[str, frozenset[int]] = {
             p: frozenset([i]) for i, p in enumerate(self.params)
         }
+        # a nested function is a name that holds what its names may share; a
+        # call of it may store any argument into any of them (one flat,
+        # flow-insensitive namespace: a name used in both scopes merges)
+        self.closures = closures
+        for name in closures:
+            self.share.setdefault(name, frozenset())
 
     def run(self) -> Summary:
         for _ in range(50):
@@ -287,9 +262,7 @@ class _Summary:
                 break
         else:
             return None, None
-        values = [
-            sub.value for sub in ast.walk(self.node) if isinstance(sub, ast.Return)
-        ]
+        values = [sub.value for sub in _own(self.node) if isinstance(sub, ast.Return)]
         shared = frozenset().union(*[self.of(v) for v in values if v is not None])
         n = {len(v.elts) if isinstance(v, ast.Tuple) else -1 for v in values}
         if len(n) != 1 or -1 in n or not self.falls_off_never():
@@ -320,7 +293,11 @@ class _Summary:
             self.add(target.value, what)  # the container holds it now
 
     def visit(self, s: ast.AST) -> None:
-        if isinstance(s, ast.Assign):
+        if isinstance(s, ast.FunctionDef) and s is not self.node:
+            self.add(ast.Name(id=s.name), self.captured(s.name))
+        elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda):
+            self.add(s.targets[0], self.captured(s.targets[0].id))
+        elif isinstance(s, ast.Assign):
             v = self.of(s.value)
             for t in s.targets:
                 self.add(t, v)
@@ -344,6 +321,15 @@ class _Summary:
                     root = root.value
                 if isinstance(root, ast.Name):
                     self.add(root, every)
+            if isinstance(s.func, ast.Name) and s.func.id in self.closures:
+                for n in self.closures[s.func.id]:  # its parameters, what it holds
+                    self.add(ast.Name(id=n), every)
+
+    def captured(self, name: str) -> frozenset[int]:
+        """What the names of the nested function ``name`` may share."""
+        return frozenset().union(
+            *[self.share.get(n, frozenset()) for n in self.closures[name]]
+        )
 
     def of(self, e: ast.expr) -> frozenset[int]:
         """The parameters the value of ``e`` may share memory with."""
@@ -352,15 +338,22 @@ class _Summary:
         if isinstance(e, ast.Name):
             return self.share.get(e.id, frozenset())  # a global: not an argument
         if isinstance(e, ast.BinOp):  # new for arrays and numbers; lists keep items
+            if not isinstance(e.op, (ast.Add, ast.Mult, ast.BitOr)):
+                return frozenset()  # (no container keeps items through a ** 2, a - b)
             if any(self.numeric(side) for side in (e.left, e.right)):
                 return frozenset()  # an array or number operand: a new result
             return self.of(e.left) | self.of(e.right)
         if isinstance(e, ast.Call):
             if self.fresh_call(e):
                 return frozenset()
+            known = self.user_call(e)
+            if known is not None:
+                return known
             parts = list(e.args) + [k.value for k in e.keywords]
             if isinstance(e.func, ast.Attribute):
                 parts.append(e.func.value)
+            if isinstance(e.func, ast.Name) and e.func.id in self.closures:
+                parts.append(e.func)  # what the nested function may return
             return frozenset().union(*[self.of(p) for p in parts])
         if isinstance(e, (ast.Subscript, ast.Attribute, ast.Starred)):
             return self.of(e.value)
@@ -372,11 +365,35 @@ class _Summary:
                 out |= self.of(child.iter)
         return out
 
+    def user_call(self, e: ast.Call) -> frozenset[int] | None:
+        """What a call of a module-level user function returns may share: what
+        the arguments in the positions of its own summary share (None: unknown)."""
+        target = self.resolve(e.func)
+        if not isinstance(target, types.FunctionType):
+            return None
+        if any(isinstance(a, ast.Starred) for a in e.args):
+            return None
+        node = source_node(target)
+        (shared, _), _ = shared_params(target, False)
+        if shared is None or node is None:
+            return None
+        params = [p.arg for p in node.args.args]
+        given = dict(enumerate(e.args))
+        for k in e.keywords:
+            if k.arg not in params:
+                return None  # **kwargs, or a keyword-only parameter
+            given[params.index(k.arg)] = k.value
+        return frozenset().union(*[self.of(given[i]) for i in shared if i in given])
+
     def numeric(self, e: ast.expr) -> bool:
         """A float constant or a NumPy/``math`` result: ``+``, ``*`` with it make
         a new array or number (with a list, ``[a] * 2`` would keep ``a``)."""
         if isinstance(e, ast.Constant):
             return type(e.value) in (float, complex)
+        if isinstance(e, ast.BinOp):  # np.tanh(a) * 0.5: still floating
+            return self.numeric(e.left) or self.numeric(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return self.numeric(e.operand)
         if isinstance(e, ast.Call) and self.fresh_call(e):
             target = self.resolve(e.func)
             return target is builtins.float or (
