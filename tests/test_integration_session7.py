@@ -15,7 +15,7 @@ import pytest
 
 import s2sad
 from s2sad.runtime import workspace
-from tests.repeated import numeric_grad
+from tests.repeated import check_repeated_calls, numeric_grad
 
 
 @pytest.fixture(autouse=True)
@@ -276,3 +276,121 @@ def test_a_loss_raising_half_way_then_normal_calls():
         _close(vg(W, b, x, 0)[1], want)
         outs = (np.empty_like(W), np.empty_like(b))
         _close(vg(W, b, x, 0, out=outs)[1], want)
+
+
+# -- buffer sharing: d_matmul's ans is no read --------------------------------------
+
+
+def product_read_after_the_bias(W, b, x):
+    h = x @ W
+    h2 = h + b
+    return np.sum(np.tanh(h2) * h)
+
+
+def product_changed_in_place(W, b, x):
+    h = x @ W
+    h += b
+    h2 = np.tanh(h)
+    return np.sum(h2 * h)
+
+
+def product_scaled_after_the_bias(W, b, x):
+    h = x @ W
+    z = h + b
+    h *= 2.0
+    return np.sum(np.tanh(z) * h)
+
+
+def product_of_a_product(W, V, b, x):
+    h = x @ W
+    h2 = h @ V
+    z = h2 + b
+    return np.sum(z * z) + np.sum(h)
+
+
+def product_exp_and_bias(W, b, x):
+    h = x @ W
+    y = h + b
+    return np.sum(np.exp(h) * y)
+
+
+def product_returned_as_aux(W, b, x):
+    h = x @ W
+    z = np.tanh(h + b)
+    return np.sum(z * z), h
+
+
+def product_in_a_loop(W, b, x):
+    s = 0.0
+    for k in range(3):
+        h = x @ W
+        z = h + b * k
+        s = s + np.sum(np.tanh(z) * h)
+    return s
+
+
+SHARED = [
+    (product_read_after_the_bias, [rand(5, 4), rand(4), rand(7, 5)]),
+    (product_changed_in_place, [rand(5, 4), rand(4), rand(7, 5)]),
+    (product_scaled_after_the_bias, [rand(5, 4), rand(4), rand(7, 5)]),
+    (product_of_a_product, [rand(5, 4), rand(4, 3), rand(3), rand(7, 5)]),
+    (product_exp_and_bias, [rand(5, 4), rand(4), rand(7, 5)]),
+    (product_in_a_loop, [rand(5, 4), rand(4), rand(7, 5)]),
+]
+
+
+@pytest.mark.parametrize("f, args", SHARED, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_product_read_after_the_bias_site(f, args):
+    nums = tuple(range(len(args)))
+    vg = check_repeated_calls(f, args, calls=3)
+    want = [numeric_grad(f, args, k) for k in nums]
+    for _ in range(3):  # out= too
+        outs = tuple(np.empty_like(a) for a in args)
+        _close(vg(*[a.copy() for a in args], out=outs)[1], want)
+    s2sad.check_grads(f, args, order=2)
+
+
+def test_a_product_returned_as_aux_is_not_written_over():
+    args = [rand(5, 4), rand(4), rand(7, 5)]
+    f = product_returned_as_aux
+    want = [numeric_grad(lambda *a: f(*a)[0], args, k) for k in range(3)]
+    vg = s2sad.value_and_grad(f, argnums=(0, 1, 2), has_aux=True)
+    kept = []
+    for _ in range(4):
+        (value, h), grads = vg(*args)
+        np.testing.assert_allclose(h, args[2] @ args[0], rtol=1e-12)
+        np.testing.assert_allclose(value, f(*args)[0], rtol=1e-12)
+        _close(grads, want)
+        kept.append(h)
+    for h in kept:  # each call's aux still what it was
+        np.testing.assert_allclose(h, args[2] @ args[0], rtol=1e-12)
+
+
+DEFAULT_M = rand(12)
+
+
+def reads_a_default(b, v, M=DEFAULT_M):
+    u = v * M
+    z = np.tanh(u + b)
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("how", ["default", "keyword", "positional"])
+def test_an_out_array_given_as_another_argument(how):
+    M = DEFAULT_M
+    b, v = rand(12), rand(30, 12)
+    f = reads_a_default
+    want = [numeric_grad(f, (b, v, M.copy()), k) for k in (0, 1)]
+    vg = s2sad.value_and_grad(f, argnums=(0, 1))
+    kept = M.copy()
+    for _ in range(4):
+        M[...] = kept
+        outs = (M, np.empty_like(v))
+        if how == "default":
+            _, grads = vg(b, v, out=outs)
+        elif how == "keyword":
+            _, grads = vg(b, v, M=M, out=outs)
+        else:
+            _, grads = vg(b, v, M, out=outs)
+        _close(grads, want)
+    M[...] = kept

@@ -248,3 +248,17 @@ def test_float32_weights_and_a_float64_bias():
         np.testing.assert_allclose(value, backwards_by_two(*args), rtol=1e-6)
         assert [g.dtype for g in grads] == [a.dtype for a in args[:3]]
         _close(grads, want, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "f, args, argnums", LOOPS, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_loops_with_out_arrays(f, args, argnums):
+    want = [numeric_grad(f, args, k) for k in argnums]
+    vg = s2sad.value_and_grad(f, argnums=argnums)
+    outs = tuple(np.empty_like(args[k]) for k in argnums)
+    for _ in range(4):
+        value, grads = vg(*[np.array(a) for a in args], out=outs)
+        np.testing.assert_allclose(value, f(*args), rtol=1e-10)
+        _close(grads, want)
+        assert all(g is o for g, o in zip(grads, outs))
