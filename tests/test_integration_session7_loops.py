@@ -133,6 +133,28 @@ def xs_rebound_conditionally(Wx, Wh, b, xs):
     return np.sum(h * h)
 
 
+def invariant_cotangent(w, b, x):
+    s = 0.0
+    for k in range(3):
+        s = s + np.sum(x + b)  # the same cotangent array every step
+    return s + np.sum((x + b) * w)
+
+
+def ragged_steps(b, xs):
+    s = 0.0
+    for t in range(1, xs.shape[0]):
+        s = s + np.sum(np.tanh(xs[:t] + b) ** 2)  # the steps' shapes differ
+    return s
+
+
+def bias_read_twice_a_step(W, b, xs):
+    h = np.zeros((xs.shape[1], W.shape[0]))
+    for t in range(xs.shape[0]):
+        z = xs[t] @ W + b
+        h = np.tanh(z) + np.sin(h + b) * 0.5
+    return np.sum(h * h)
+
+
 def _rnn_args(T=4, n=3, d=5, m=4):
     return [rand(d, m), rand(m, m), rand(m), rand(T, n, d)]
 
@@ -148,6 +170,9 @@ LOOPS = [
     (bias_and_scalar, _rnn_args() + [np.array(0.3)], (0, 1, 2, 4)),
     (steps_along_axis_one, [rand(5, 4), rand(4, 4), rand(4), rand(3, 6, 5)], (0, 1, 2)),
     (xs_rebound_conditionally, _rnn_args(), (0, 1, 2)),
+    (invariant_cotangent, [rand(6, 4), rand(4), rand(6, 4)], (0, 1, 2)),
+    (ragged_steps, [rand(4), rand(5, 3, 4)], (0, 1)),
+    (bias_read_twice_a_step, [rand(4, 4), rand(4), rand(4, 3, 4)], (0, 1, 2)),
     (xs_rebound_conditionally, _rnn_args(), (0, 1, 2, 3)),
     (
         steps_along_axis_one,
