@@ -6,9 +6,10 @@ run time that the array shares no memory with an argument.  Arrays the function
 reaches otherwise (a global ``M``, a closure's cell, an attribute of a global
 object, whatever a function it does not compile returns) are out of that check's
 sight: a caller passing such an array as ``out=`` would have it written while
-the function still reads it.  So the table is kept only for modules whose
-functions read nothing but their parameters, their locals, NumPy and math, the
-runtime's helpers and rules and each other.
+the function still reads it.  So the table gives the gradients' places (which
+let a site write into ``out=``) only for modules whose functions read nothing
+but their parameters, their locals, NumPy and math, the runtime's helpers and
+rules and each other; elsewhere each place is None.
 """
 
 from __future__ import annotations
@@ -31,18 +32,19 @@ def reads_outside(functions: list) -> bool:
     return any(_reads_outside(f, own) for f in defs)
 
 
-def drop_results_table(functions: list) -> None:
-    """Remove ``<fn>.buffer_results = {...}`` from a module's statements."""
-    functions[:] = [
-        st
-        for st in functions
-        if not (
+def unplace_results(functions: list) -> None:
+    """``<fn>.buffer_results``'s gradient places become None in a module's
+    statements: its sites still go without a buffer on plain calls (their fresh
+    array is the gradient), but none writes into a caller's ``out=`` array."""
+    for st in functions:
+        if (
             isinstance(st, ast.Assign)
             and len(st.targets) == 1
             and isinstance(st.targets[0], ast.Attribute)
             and st.targets[0].attr == "buffer_results"
-        )
-    ]
+            and isinstance(st.value, ast.Dict)
+        ):
+            st.value.values = [ast.Constant(None) for _ in st.value.values]
 
 
 def _reads_outside(fn: ast.FunctionDef, own: set) -> bool:

@@ -52,7 +52,7 @@ def connect_pass(module: Any) -> None:
     if module.options.buffers == BUFFERED:
         connect(module.functions, module)
         if outside.reads_outside(module.functions):
-            outside.drop_results_table(module.functions)
+            outside.unplace_results(module.functions)
 
 
 def top_level(fn: ast.FunctionDef, module: Any, namer: Namer) -> list[ast.stmt]:
