@@ -98,6 +98,10 @@ def write_into(out: Any, grads: Any) -> Any:
         for k in out:
             out[k] = write_into(out[k], grads[k])
         return out
+    if isinstance(out, (list, tuple)) and len(out) != len(grads):
+        raise ValueError(
+            f"out= holds {len(out)} entries where there are {len(grads)} gradients"
+        )
     if isinstance(out, list):
         for i in range(len(out)):
             out[i] = write_into(out[i], grads[i])

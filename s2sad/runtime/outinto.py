@@ -10,7 +10,9 @@ That is done only where it cannot change a value: the array is a plain,
 C-contiguous, writeable ``np.ndarray`` of the site's recorded shape and dtype,
 it shares no memory with any argument or with another ``out=`` array, and the
 arguments are arrays, numbers or lists, tuples and dicts of them (an object
-could hold the array where the function reads it).  Anything else keeps the
+could hold the array where the function reads it); the compiler gives such
+sites their gradient's place only in functions that read nothing but their
+arguments (transforms/buffers/outside.py).  Anything else keeps the
 workspace's buffer and the copy.  The function reads a site's buffer only
 through the site's own result, so which memory a buffer is never changes a
 value.

@@ -28,7 +28,7 @@ from typing import Any
 
 from s2sad.options import BUFFERED
 from s2sad.transforms.astutil import Namer, anno, assign, name
-from s2sad.transforms.buffers import links, sharing
+from s2sad.transforms.buffers import links, outside, sharing
 from s2sad.transforms.buffers.facts import helper_of
 from s2sad.transforms.buffers.sites import Sites
 
@@ -55,6 +55,8 @@ def connect_pass(module: Any) -> None:
     """The pipeline's ``connect`` pass: ``ws`` handed on to callees with buffers."""
     if module.options.buffers == BUFFERED:
         connect(module.functions, module)
+        if outside.reads_outside(module.functions):
+            outside.unplace_results(module.functions)
 
 
 def top_level(fn: ast.FunctionDef, module: Any, namer: Namer) -> list[ast.stmt]:
