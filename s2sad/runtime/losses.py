@@ -53,6 +53,12 @@ def _reduce(value: Any, reduce: str | None) -> Any:
             # count as an intp, cast back to the sum's type), without its Python
             # wrappers: the same bits (float16 sums in float32: left to mean)
             s = np.add.reduce(value, axis=None)
+            t = type(s)
+            if t is np.float32 or t is np.float64:
+                # that division is a double's (a float32 sum over an intp
+                # promotes), as Python's own: the same bits, without NumPy's
+                # scalar operations (about 1.3 us)
+                return t(float(s) / value.size)
             return s.dtype.type(s / np.intp(value.size))
         return value.mean()
     return np.mean(value) if reduce == "mean" else np.sum(value)

@@ -1,5 +1,5 @@
-"""Shape-and-float64 classes (s2sad/transforms/reverse/likes.py): ``unbroadcast``
-is dropped where the operand provably has the output's shape and float64 dtype,
+"""Shape-and-float-dtype classes (s2sad/transforms/reverse/likes.py): ``unbroadcast``
+is dropped where the operand provably has the output's shape and float dtype,
 kept everywhere else; gradients against finite differences, dtypes unchanged."""
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ def outer(x, y):
     return np.sum(np.tanh(z) * 2.0 + x)
 
 
+def shifted(x, c):
+    return np.sum(np.exp(x - c))
+
+
 def helper(u):
     return np.sin(u) * 3.0 - u
 
@@ -77,7 +81,9 @@ def test_same_shape_float64_operands_lose_unbroadcast():
 @pytest.mark.parametrize(
     "fn,args",
     [
-        (lse, (np.ones(4, np.float32),)),  # float32: casts kept
+        (shifted, (np.ones(4, np.float32), np.float64(0.5))),  # promotes: kept
+        (shifted, (np.ones(4, np.float32), np.zeros(4))),  # a float64 array
+        (shifted, (np.ones(4, np.float32), np.arange(4))),  # an int array: float64
         (lse, ([1.0, 2.0],)),  # a list
         (lse, ()),  # compiled ahead of time: nothing known
         (outer, (np.ones((3, 1)), np.ones(4))),  # broadcasting

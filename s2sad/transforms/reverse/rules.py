@@ -37,6 +37,7 @@ from s2sad.transforms.inline import (
     instantiate,
 )
 from s2sad.transforms.lattice import MAYBE, NONE, SET
+from s2sad.transforms.reverse.likes import F64
 
 
 class RuleCalls:
@@ -135,20 +136,26 @@ class RuleCalls:
         return call(self.fc.module.rule_ref(indexing.add_at_index), name(gx), g, x, idx)
 
     def _accumulate_rule(self, rule, args, i, e, out, definite) -> None:
-        if rule.broadcasts and not self.same_shape(args[i]):
+        if rule.broadcasts and not self.same_shape(args[i], e):
             e = call(self.helper("unbroadcast"), e, args[i])
         self.accumulate(args[i].id, e, out, definite=definite)
 
-    def same_shape(self, operand: ast.expr) -> bool:
+    def same_shape(self, operand: ast.expr, e: ast.expr | None = None) -> bool:
         """No broadcasting to undo: the operand and the statement's output are both
-        numbers (scalar code, s2sad/transforms/reverse/scalars.py), or float64
-        arrays of one shape (reverse/likes.py)."""
+        numbers (scalar code, s2sad/transforms/reverse/scalars.py), or arrays of
+        one shape and float dtype (reverse/likes.py): float64, or float32 where
+        the cotangent ``e`` is the output's own (``g``, ``-g``: ``x + y``,
+        ``x - y``), as a product's may be a double (``g * np.where(...)``)."""
         if not isinstance(operand, ast.Name):
             return False
         if operand.id in self.numbers and self.output in self.numbers:
             return True
         c = self.likes.get(operand.id)
-        return c is not None and c[0] != "()" and c == self.likes.get(self.output)
+        if c is None or c[0] == "()" or c != self.likes.get(self.output):
+            return False
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            e = e.operand
+        return c[1] == F64 or (isinstance(e, ast.Name) and e.id == self.g(self.output))
 
     def _apply_partial(self, rule, i: int, gx, ans, args, kwargs, out) -> None:
         """Accumulate argument ``i``'s cotangent from a partial rule."""
@@ -164,7 +171,7 @@ class RuleCalls:
             )
             e = ast.Subscript(value=call_, slice=const(0), ctx=ast.Load())
             anno(e)["cotangent_of"] = args[i].id  # a partial rule's only result
-        if rule.broadcasts and not self.same_shape(args[i]):
+        if rule.broadcasts and not self.same_shape(args[i], e):
             e = call(self.helper("unbroadcast"), e, args[i])
         self.accumulate(
             args[i].id, e, out, definite=0 in definite_positions(rule.adjoint)
