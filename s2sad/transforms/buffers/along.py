@@ -39,10 +39,11 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
     number of dimensions the code tells, along any axis it has; of another NumPy
     value, along the last (``axis=-1``, or ``axis=1`` of what may be a matrix)."""
     ranks = known_ranks(fn, facts)
+    receivers = values | ranks.keys()  # once: a union per call was quadratic
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
-        form = _form(node, facts, values | ranks.keys())
+        form = _form(node, facts, receivers)
         if form is None:
             continue
         kernel, x, axis, keywords = form

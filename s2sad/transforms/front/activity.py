@@ -175,7 +175,10 @@ def solve(
     changed = True
     while changed:
         changed = False
-        for target, ops in flows:
+        # usefulness flows from later statements to earlier ones: walking the
+        # flows backwards reaches the fixpoint in one or two sweeps, not one
+        # sweep per statement of a chain (the same least fixpoint either way)
+        for target, ops in reversed(flows):
             if target in act.useful and (
                 target in act.active or not useful_needs_active
             ):
