@@ -12,6 +12,10 @@ generator or a dict view through ``list(...)``, and an iterable it cannot prove 
 be a sequence (a callee's result, an item of a container) gets
 ``check_positional(seq, file, line, col)`` in front of the loop, which refuses a
 mapping, set or iterator at run time (runtime/iteration.py): never ``d[0], d[1]``.
+A mapping is read through ``list(d.keys())`` and ``d[k]`` only where its class
+keeps dict's iteration protocol (``plain_mapping``; ``check_mapping`` at run time
+where the compiler cannot tell): a subclass overriding ``__iter__`` or ``items``
+is refused, never iterated in another order.
 
 ``while c:`` recomputes its test at the end of the body and counts its iterations
 (``n_iter``) so the backward sweep can replay them.
@@ -26,7 +30,7 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
-from s2sad.runtime.iteration import check_positional
+from s2sad.runtime.iteration import check_mapping, check_positional, plain_mapping
 from s2sad.transforms.astutil import anno, assign, call, const, name, stores
 from s2sad.transforms.front.calls import CallInfo
 
@@ -162,6 +166,8 @@ class LoopNormalizer:
             return seqs, bind
         dict_view = _dict_view(it, self)
         if dict_view is not None:
+            if self._kind(dict_view) != "dict":  # read by keys: checked at run time
+                out.append(self._positional_check(dict_view, it, check_mapping))
             return self._dict_items(dict_view, it.func.attr, target, out)
         if self._kind(it) == "dict":  # ``for k in d``: its keys, not d[0], d[1]...
             return self._dict_items(self.atom(it, out, "seq"), "keys", target, out)
@@ -188,18 +194,20 @@ class LoopNormalizer:
             out.append(self._positional_check(seq, it))
         return seq
 
-    def _positional_check(self, seq: ast.expr, it: ast.expr) -> ast.stmt:
-        """``check_positional(seq, file, line, col)``."""
+    def _positional_check(
+        self, seq: ast.expr, it: ast.expr, check=check_positional
+    ) -> ast.stmt:
+        """``check_positional(seq, file, line, col)`` (or ``check_mapping``)."""
         p = self.parsed.source.problem(it, "")
-        func = name("check_positional")
+        func = name(check.__name__)
         anno(func)["bind"] = (
-            check_positional,
-            ["module", "s2sad.runtime.iteration", "check_positional"],
+            check,
+            ["module", "s2sad.runtime.iteration", check.__name__],
         )
         fields = (p.filename, p.line, p.col)
         held = copy.deepcopy(seq)  # (_iteration may rename the node the loop reads)
         node = ast.Call(func=func, args=[held, *map(const, fields)], keywords=[])
-        anno(node)["call"] = CallInfo("rule", check_positional)
+        anno(node)["call"] = CallInfo("rule", check)
         return ast.Expr(value=node)
 
     def _kind(self, it: ast.expr, seen: frozenset = frozenset()) -> str | None:
@@ -314,8 +322,8 @@ def _value_kind(value) -> str | None:
     """:meth:`LoopNormalizer._kind` of an argument's value."""
     if type(value) in (list, tuple, str, bytes, range) or isinstance(value, np.ndarray):
         return "seq"
-    if isinstance(value, Mapping):
-        return "dict"
+    if isinstance(value, Mapping):  # read by keys: only where that is iteration
+        return "dict" if plain_mapping(value) else None
     if isinstance(value, (AbstractSet, MappingView, Iterator)):
         return "iterator"
     return None
