@@ -256,6 +256,36 @@ def test_globals_rebound_or_mutated_in_place_size_linked_callees(monkeypatch):
         assert f'"{callee}_backward", g_out, saved' in src.replace("\n        ", "")
 
 
+def unused_callee(w, x, flag):
+    h = layer(w, x)
+    if flag:
+        return np.sum(w * w)  # the linked forward ran, its backward does not
+    return np.sum(h)
+
+
+def test_a_linked_forward_whose_backward_never_runs():
+    rng = np.random.default_rng(11)
+    vg = s2sad.value_and_grad(unused_callee)
+    w = rng.standard_normal((3, 4)) * 0.5
+    for flag in (True, True, True, False, True, False, False):
+        x = rng.standard_normal((5, 3))
+        _check(vg, unused_callee, (w, x, flag), calls=1)
+    assert "enter_linked" in vg.source
+
+
+def test_vjp_through_nested_linked_callees_pulled_back_twice():
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal(3)
+    for n in (4, 4, 4, 2, 4):
+        x = rng.standard_normal((n, 3))
+        out, back = s2sad.vjp(middle, w, x)
+        jac = s2sad.jacobian(middle)(w, x)
+        g = rng.standard_normal(out.shape)
+        want = np.einsum("ij,ijk->k", g, jac)
+        np.testing.assert_allclose(back(g)[0], want, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(back(3.0 * g)[0], 3.0 * want, rtol=1e-10)
+
+
 # -- for over every kind of iterable ---------------------------------------------
 
 
