@@ -611,3 +611,44 @@ def test_array_rows_and_lists_of_arrays():
             down = [a - h for a in X] if isinstance(X, list) else X - h
             fd = (f(up, w + h) - f(down, w - h)) / (2 * h)
             np.testing.assert_allclose(t, fd, rtol=1e-6, atol=1e-9)
+
+
+def nested_keys(x, p):
+    s = 0.0
+    for k in p["t"]:
+        s = np.sin(s) + p["t"][k] * x
+    return s
+
+
+def nested_items(x, p):
+    s = 0.0
+    t = p["t"]
+    for k, v in t.items():
+        s = np.sin(s) + v * k * x
+    return s
+
+
+def built_inside(x):
+    d = RevDict([(1.0, 0.3), (3.0, -1.2), (2.0, 0.9)])
+    s = 0.0
+    for k in d:
+        s = np.sin(s) + d[k] * x
+    return s
+
+
+@pytest.mark.parametrize("f", [nested_keys, nested_items], ids=lambda f: f.__name__)
+def test_a_mapping_inside_an_argument_changing_class_between_calls(f):
+    """Only an argument's own type is in the cache key, not its items': code
+    compiled for a dict at p["t"] used to read a RevDict there by its keys (a
+    silent wrong value); now checked at run time."""
+    kv = [(1.0, 0.3), (3.0, -1.2), (2.0, 0.9)]
+    _right(f, lambda: (0.7, {"t": dict(kv)}))
+    vg = s2sad.value_and_grad(f)
+    vg(0.7, {"t": dict(kv)})
+    with pytest.raises(UnsupportedSyntaxError, match="RevDict"):
+        vg(0.7, {"t": RevDict(kv)})
+    assert vg(0.7, {"t": dict(kv)})[0] == pytest.approx(f(0.7, {"t": dict(kv)}))
+
+
+def test_a_mapping_subclass_built_inside_is_refused():
+    _refused(built_inside, lambda: (0.7,), "for k in d")

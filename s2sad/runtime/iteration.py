@@ -30,7 +30,13 @@ import numpy as np
 from s2sad.errors import Problem, UnsupportedSyntaxError
 from s2sad.runtime.registry import nondifferentiable
 
-__all__ = ["check_mapping", "check_positional", "plain_mapping", "positional"]
+__all__ = [
+    "check_mapping",
+    "check_positional",
+    "plain_mapping",
+    "plain_mapping_class",
+    "positional",
+]
 
 #: iterated exactly as they are indexed (the common cases, decided by one test)
 _POSITIONAL = (list, tuple, np.ndarray, str, range, bytes)
@@ -69,11 +75,15 @@ def plain_mapping(d: Any) -> bool:
     """Whether ``for k in d``, ``d.items()`` and ``d.values()`` iterate exactly as
     a loop over ``list(d.keys())`` reading ``d[k]``: a ``dict`` (or ``OrderedDict``)
     whose class keeps their iteration protocol (a subclass may add methods)."""
-    cls = type(d)
+    return plain_mapping_class(type(d))
+
+
+def plain_mapping_class(cls: type) -> bool:
+    """:func:`plain_mapping` of the instances of ``cls``."""
     if cls in _PLAIN_MAPPINGS:
         return True
     for base in (OrderedDict, dict):
-        if isinstance(d, base):
+        if issubclass(cls, base):
             return all(getattr(cls, m) is getattr(base, m) for m in _PROTOCOL)
     return False
 

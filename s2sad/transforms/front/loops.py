@@ -30,7 +30,12 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
-from s2sad.runtime.iteration import check_mapping, check_positional, plain_mapping
+from s2sad.runtime.iteration import (
+    check_mapping,
+    check_positional,
+    plain_mapping,
+    plain_mapping_class,
+)
 from s2sad.transforms.astutil import anno, assign, call, const, name, stores
 from s2sad.transforms.front.calls import CallInfo
 
@@ -166,11 +171,14 @@ class LoopNormalizer:
             return seqs, bind
         dict_view = _dict_view(it, self)
         if dict_view is not None:
-            if self._kind(dict_view) != "dict":  # read by keys: checked at run time
+            if not self._sure_plain(dict_view):  # read by keys: checked at run time
                 out.append(self._positional_check(dict_view, it, check_mapping))
             return self._dict_items(dict_view, it.func.attr, target, out)
         if self._kind(it) == "dict":  # ``for k in d``: its keys, not d[0], d[1]...
-            return self._dict_items(self.atom(it, out, "seq"), "keys", target, out)
+            d = self.atom(it, out, "seq")
+            if not self._sure_plain(it):
+                out.append(self._positional_check(d, it, check_mapping))
+            return self._dict_items(d, "keys", target, out)
         if isinstance(it, ast.Call):
             it = call("list", it)
         seq = self._indexed(it, out)
@@ -258,6 +266,36 @@ class LoopNormalizer:
         kinds = {self._kind(v, seen | {it.id}) for v in values}
         return kinds.pop() if len(kinds) == 1 else None
 
+    def _sure_plain(self, d: ast.expr, seen: frozenset = frozenset()) -> bool:
+        """Whether ``d`` is surely a :func:`plain_mapping` before the code runs: a
+        dict display, a plain mapping class called, an argument never rebound
+        (its type is in the cache key) or a local every binding of which is
+        one; not a path into an argument (only the argument's type is keyed)."""
+        if isinstance(d, (ast.Dict, ast.DictComp)):
+            return True
+        if isinstance(d, ast.Call):
+            return self._call_kind(d) == "dict"
+        if not isinstance(d, ast.Name) or d.id in seen:
+            return False
+        if d.id in self.params:
+            return self._kind(d) == "dict"
+        values = [
+            n.value
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == d.id for t in n.targets)
+        ]
+        bindings = sum(
+            1
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Name) and n.id == d.id and isinstance(n.ctx, ast.Store)
+        )
+        return (
+            bool(values)
+            and len(values) == bindings
+            and all(self._sure_plain(v, seen | {d.id}) for v in values)
+        )
+
     def _call_kind(self, it: ast.Call) -> str | None:
         if (
             isinstance(it.func, ast.Attribute)
@@ -270,7 +308,7 @@ class LoopNormalizer:
         if any(fn is f for f in (list, tuple, sorted, range, str)):
             return "seq"
         if isinstance(fn, type) and issubclass(fn, Mapping):
-            return "dict"
+            return "dict" if plain_mapping_class(fn) else None
         if any(fn is f for f in (set, frozenset, iter, reversed, map, filter, zip)):
             return "iterator"
         return None
