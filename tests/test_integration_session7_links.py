@@ -652,3 +652,22 @@ def test_a_mapping_inside_an_argument_changing_class_between_calls(f):
 
 def test_a_mapping_subclass_built_inside_is_refused():
     _refused(built_inside, lambda: (0.7,), "for k in d")
+
+
+def nested_first(x, p):
+    s = 0.0
+    for k in p["t"]:
+        s = np.sin(s) + p["t"][k] * x
+    return s
+
+
+def test_compiled_first_for_a_mapping_subclass_inside_an_argument():
+    """The same cache key holds a dict at p["t"] after a RevDict: it runs."""
+    kv = [(1.0, 0.3), (3.0, -1.2), (2.0, 0.9)]
+    vg = s2sad.value_and_grad(nested_first)
+    with pytest.raises(UnsupportedSyntaxError, match="RevDict"):
+        vg(0.7, {"t": RevDict(kv)})
+    _right(nested_first, lambda: (0.7, {"t": dict(kv)}))
+    assert vg(0.7, {"t": dict(kv)})[0] == pytest.approx(
+        nested_first(0.7, {"t": dict(kv)})
+    )

@@ -241,7 +241,8 @@ class LoopNormalizer:
         rebound = stores(self.parsed.node)
         if isinstance(it, (ast.Attribute, ast.Subscript)):
             value = _example(it, self.parsed.example_args, rebound)
-            return "dict" if _value_kind(value) == "dict" else None
+            # any mapping: read by its keys behind check_mapping (_sure_plain)
+            return "dict" if isinstance(value, Mapping) else None
         if not isinstance(it, ast.Name) or it.id in seen:
             return None
         if it.id in self.params:
