@@ -238,6 +238,7 @@ AS_THEY_ARE = frozenset(
         "s2sad.runtime.support.item_of",
         "s2sad.runtime.support.globals_changed",
         "s2sad.runtime.iteration.check_positional",
+        "s2sad.runtime.iteration.check_mapping",
         "s2sad.runtime.pyfuncs.d_dict",
         "s2sad.runtime.pyfuncs.jvp_list",
     )

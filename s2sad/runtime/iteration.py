@@ -8,12 +8,21 @@ object the loop gets (a callee's result, an item of a container), the emitted
 code calls :func:`check_positional` once before the loop: a cheap type test,
 and a located :class:`~s2sad.errors.UnsupportedSyntaxError` for any object whose
 items by position may not be the items Python iterates.
+
+A loop over a mapping ``d`` (``for k in d``, ``d.items()``, ``d.values()``) is
+run as a loop over ``list(d.keys())`` reading ``d[k]``: what Python iterates for
+``dict`` and the mappings that keep its protocol, not for a subclass that
+overrides ``__iter__``, ``keys``, ``items``, ``values`` or ``__getitem__``
+(:func:`plain_mapping`). Where the compiler cannot tell, :func:`check_mapping`
+refuses such an object at run time.
 """
 
 from __future__ import annotations
 
 import linecache
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -21,7 +30,13 @@ import numpy as np
 from s2sad.errors import Problem, UnsupportedSyntaxError
 from s2sad.runtime.registry import nondifferentiable
 
-__all__ = ["check_positional", "positional"]
+__all__ = [
+    "check_mapping",
+    "check_positional",
+    "plain_mapping",
+    "plain_mapping_class",
+    "positional",
+]
 
 #: iterated exactly as they are indexed (the common cases, decided by one test)
 _POSITIONAL = (list, tuple, np.ndarray, str, range, bytes)
@@ -49,6 +64,46 @@ def positional(seq: Any) -> bool:
     return not hasattr(cls, "__iter__")
 
 
+#: mappings whose iteration, views and items agree with ``list(d.keys())``, ``d[k]``
+_PLAIN_MAPPINGS = (dict, OrderedDict, defaultdict, Counter, MappingProxyType)
+
+#: what a loop over a mapping reads: a subclass that overrides one is not plain
+_PROTOCOL = ("__iter__", "keys", "items", "values", "__getitem__")
+
+
+def plain_mapping(d: Any) -> bool:
+    """Whether ``for k in d``, ``d.items()`` and ``d.values()`` iterate exactly as
+    a loop over ``list(d.keys())`` reading ``d[k]``: a ``dict`` (or ``OrderedDict``)
+    whose class keeps their iteration protocol (a subclass may add methods)."""
+    return plain_mapping_class(type(d))
+
+
+def plain_mapping_class(cls: type) -> bool:
+    """:func:`plain_mapping` of the instances of ``cls``."""
+    if cls in _PLAIN_MAPPINGS:
+        return True
+    for base in (OrderedDict, dict):
+        if issubclass(cls, base):
+            return all(getattr(cls, m) is getattr(base, m) for m in _PROTOCOL)
+    return False
+
+
+def check_mapping(d: Any, filename: str, line: int, col: int) -> None:
+    """Raise a refusal located at the loop's iterable unless ``d`` is a
+    :func:`plain_mapping` (the loop reads it through ``list(d.keys())``)."""
+    if type(d) is dict or plain_mapping(d):
+        return
+    _refuse(
+        filename,
+        line,
+        col,
+        f"'for' over a {type(d).__name__} the compiler could not see, which may "
+        "not iterate as a dict does",
+        "iterate over list(d.items()) or pass a dict (its class must not "
+        "override __iter__, keys, items, values or __getitem__)",
+    )
+
+
 def check_positional(seq: Any, filename: str, line: int, col: int) -> None:
     """Raise a refusal located at the loop's iterable (``filename:line:col``)
     unless ``seq`` iterates as it is indexed."""
@@ -64,13 +119,17 @@ def check_positional(seq: Any, filename: str, line: int, col: int) -> None:
     else:
         what = f"'for' over a {kind}, which cannot be read by position"
         hint = "iterate over list(...) of it"
+    what += " (the loop reads items by position, seq[0], seq[1], ...)"
+    _refuse(filename, line, col, what, hint)
+
+
+def _refuse(filename: str, line: int, col: int, what: str, hint: str) -> None:
     raise UnsupportedSyntaxError(
         Problem(
             filename,
             line,
             col,
-            f"unsupported construct: {what} (the loop reads items by position, "
-            "seq[0], seq[1], ...)",
+            f"unsupported construct: {what}",
             hint,
             linecache.getline(filename, line),
         )
@@ -78,3 +137,4 @@ def check_positional(seq: Any, filename: str, line: int, col: int) -> None:
 
 
 nondifferentiable(check_positional)  # a check: no derivative, no tangent
+nondifferentiable(check_mapping)

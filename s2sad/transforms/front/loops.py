@@ -12,6 +12,10 @@ generator or a dict view through ``list(...)``, and an iterable it cannot prove 
 be a sequence (a callee's result, an item of a container) gets
 ``check_positional(seq, file, line, col)`` in front of the loop, which refuses a
 mapping, set or iterator at run time (runtime/iteration.py): never ``d[0], d[1]``.
+A mapping is read through ``list(d.keys())`` and ``d[k]`` only where its class
+keeps dict's iteration protocol (``plain_mapping``; ``check_mapping`` at run time
+where the compiler cannot tell): a subclass overriding ``__iter__`` or ``items``
+is refused, never iterated in another order.
 
 ``while c:`` recomputes its test at the end of the body and counts its iterations
 (``n_iter``) so the backward sweep can replay them.
@@ -26,7 +30,12 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
-from s2sad.runtime.iteration import check_positional
+from s2sad.runtime.iteration import (
+    check_mapping,
+    check_positional,
+    plain_mapping,
+    plain_mapping_class,
+)
 from s2sad.transforms.astutil import anno, assign, call, const, name, stores
 from s2sad.transforms.front.calls import CallInfo
 
@@ -162,9 +171,14 @@ class LoopNormalizer:
             return seqs, bind
         dict_view = _dict_view(it, self)
         if dict_view is not None:
+            if not self._sure_plain(dict_view):  # read by keys: checked at run time
+                out.append(self._positional_check(dict_view, it, check_mapping))
             return self._dict_items(dict_view, it.func.attr, target, out)
         if self._kind(it) == "dict":  # ``for k in d``: its keys, not d[0], d[1]...
-            return self._dict_items(self.atom(it, out, "seq"), "keys", target, out)
+            d = self.atom(it, out, "seq")
+            if not self._sure_plain(it):
+                out.append(self._positional_check(d, it, check_mapping))
+            return self._dict_items(d, "keys", target, out)
         if isinstance(it, ast.Call):
             it = call("list", it)
         seq = self._indexed(it, out)
@@ -188,18 +202,20 @@ class LoopNormalizer:
             out.append(self._positional_check(seq, it))
         return seq
 
-    def _positional_check(self, seq: ast.expr, it: ast.expr) -> ast.stmt:
-        """``check_positional(seq, file, line, col)``."""
+    def _positional_check(
+        self, seq: ast.expr, it: ast.expr, check=check_positional
+    ) -> ast.stmt:
+        """``check_positional(seq, file, line, col)`` (or ``check_mapping``)."""
         p = self.parsed.source.problem(it, "")
-        func = name("check_positional")
+        func = name(check.__name__)
         anno(func)["bind"] = (
-            check_positional,
-            ["module", "s2sad.runtime.iteration", "check_positional"],
+            check,
+            ["module", "s2sad.runtime.iteration", check.__name__],
         )
         fields = (p.filename, p.line, p.col)
         held = copy.deepcopy(seq)  # (_iteration may rename the node the loop reads)
         node = ast.Call(func=func, args=[held, *map(const, fields)], keywords=[])
-        anno(node)["call"] = CallInfo("rule", check_positional)
+        anno(node)["call"] = CallInfo("rule", check)
         return ast.Expr(value=node)
 
     def _kind(self, it: ast.expr, seen: frozenset = frozenset()) -> str | None:
@@ -225,7 +241,8 @@ class LoopNormalizer:
         rebound = stores(self.parsed.node)
         if isinstance(it, (ast.Attribute, ast.Subscript)):
             value = _example(it, self.parsed.example_args, rebound)
-            return "dict" if _value_kind(value) == "dict" else None
+            # any mapping: read by its keys behind check_mapping (_sure_plain)
+            return "dict" if isinstance(value, Mapping) else None
         if not isinstance(it, ast.Name) or it.id in seen:
             return None
         if it.id in self.params:
@@ -250,6 +267,36 @@ class LoopNormalizer:
         kinds = {self._kind(v, seen | {it.id}) for v in values}
         return kinds.pop() if len(kinds) == 1 else None
 
+    def _sure_plain(self, d: ast.expr, seen: frozenset = frozenset()) -> bool:
+        """Whether ``d`` is surely a :func:`plain_mapping` before the code runs: a
+        dict display, a plain mapping class called, an argument never rebound
+        (its type is in the cache key) or a local every binding of which is
+        one; not a path into an argument (only the argument's type is keyed)."""
+        if isinstance(d, (ast.Dict, ast.DictComp)):
+            return True
+        if isinstance(d, ast.Call):
+            return self._call_kind(d) == "dict"
+        if not isinstance(d, ast.Name) or d.id in seen:
+            return False
+        if d.id in self.params:
+            return self._kind(d) == "dict"
+        values = [
+            n.value
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == d.id for t in n.targets)
+        ]
+        bindings = sum(
+            1
+            for n in ast.walk(self.parsed.node)
+            if isinstance(n, ast.Name) and n.id == d.id and isinstance(n.ctx, ast.Store)
+        )
+        return (
+            bool(values)
+            and len(values) == bindings
+            and all(self._sure_plain(v, seen | {d.id}) for v in values)
+        )
+
     def _call_kind(self, it: ast.Call) -> str | None:
         if (
             isinstance(it.func, ast.Attribute)
@@ -262,7 +309,7 @@ class LoopNormalizer:
         if any(fn is f for f in (list, tuple, sorted, range, str)):
             return "seq"
         if isinstance(fn, type) and issubclass(fn, Mapping):
-            return "dict"
+            return "dict" if plain_mapping_class(fn) else None
         if any(fn is f for f in (set, frozenset, iter, reversed, map, filter, zip)):
             return "iterator"
         return None
@@ -314,8 +361,8 @@ def _value_kind(value) -> str | None:
     """:meth:`LoopNormalizer._kind` of an argument's value."""
     if type(value) in (list, tuple, str, bytes, range) or isinstance(value, np.ndarray):
         return "seq"
-    if isinstance(value, Mapping):
-        return "dict"
+    if isinstance(value, Mapping):  # read by keys: only where that is iteration
+        return "dict" if plain_mapping(value) else None
     if isinstance(value, (AbstractSet, MappingView, Iterator)):
         return "iterator"
     return None
