@@ -6,8 +6,10 @@ workspace's buffers are reused from the second call on)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import s2sad
+from s2sad.runtime import workspace
 
 
 def numeric_grad(f, args, k, h=1e-6):
@@ -39,3 +41,29 @@ def check_repeated_calls(f, args, argnums=None, calls=3, value_rtol=1e-10):
         for g, w in zip(grads, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
     return vg
+
+
+@pytest.fixture
+def buffer_everything(tmp_path, monkeypatch):
+    """A private cache, and workspaces for arrays of any size (so the buffered
+    code runs on a test's small shapes). Import it with ``autouse`` wrappers or
+    request it by name."""
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
+    monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
+
+
+def seeded_rand(seed: int):
+    """``rand(*shape, scale=0.5)``: normal draws from a generator of its own."""
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape, scale=0.5):
+        return rng.standard_normal(shape) * scale
+
+    return rand
+
+
+def close_all(got, want, rtol=1e-5, atol=1e-7):
+    """Each array of ``got`` close to the one at its place in ``want``."""
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

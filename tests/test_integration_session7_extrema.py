@@ -7,27 +7,20 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import extrema, workspace
-from tests.repeated import check_repeated_calls
+from s2sad.runtime import extrema
+from tests.repeated import (  # noqa: F401 (a fixture)
+    buffer_everything,
+    check_repeated_calls,
+    close_all,
+    seeded_rand,
+)
 
-
-@pytest.fixture(autouse=True)
-def _buffers(tmp_path, monkeypatch):
-    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
-    monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
+pytestmark = pytest.mark.usefixtures("buffer_everything")
 
 
 RNG = np.random.default_rng(7)
-
-
-def rand(*shape, scale=0.5):
-    return RNG.standard_normal(shape) * scale
-
-
-def _close(got, want, rtol=1e-5, atol=1e-7):
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+rand = seeded_rand(7)
+_close = close_all
 
 
 # -- max_along / min_along along a short last axis ---------------------------------

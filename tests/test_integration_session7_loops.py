@@ -10,27 +10,19 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import workspace
-from tests.repeated import check_repeated_calls, numeric_grad
+from tests.repeated import (  # noqa: F401 (a fixture)
+    buffer_everything,
+    check_repeated_calls,
+    close_all,
+    numeric_grad,
+    seeded_rand,
+)
+
+pytestmark = pytest.mark.usefixtures("buffer_everything")
 
 
-@pytest.fixture(autouse=True)
-def _buffers(tmp_path, monkeypatch):
-    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(workspace, "SMALL_BYTES", 0)
-    monkeypatch.setattr(workspace, "SPEED_BYTES", 0)
-
-
-RNG = np.random.default_rng(7)
-
-
-def rand(*shape, scale=0.5):
-    return RNG.standard_normal(shape) * scale
-
-
-def _close(got, want, rtol=1e-5, atol=1e-7):
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+rand = seeded_rand(7)
+_close = close_all
 
 
 # -- loopsums, step_product: loops at and past the passes' preconditions ---------
