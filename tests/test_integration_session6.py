@@ -18,7 +18,7 @@ import pytest
 
 import s2sad
 from s2sad.runtime import workspace
-from tests.repeated import check_repeated_calls
+from tests.repeated import check_repeated_calls, seeded_rand
 
 
 @pytest.fixture(autouse=True)
@@ -26,11 +26,7 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "cache"))
 
 
-RNG = np.random.default_rng(16)
-
-
-def rand(*shape, scale=0.5):
-    return RNG.standard_normal(shape) * scale
+rand = seeded_rand(16)
 
 
 # -- substitute: scalar code ---------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 import s2sad
 from s2sad.runtime import workspace
-from tests.repeated import check_repeated_calls
+from tests.repeated import check_repeated_calls, seeded_rand
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +21,7 @@ def _cache(tmp_path, monkeypatch):
 
 
 RNG = np.random.default_rng(16)
-
-
-def rand(*shape, scale=0.5):
-    return RNG.standard_normal(shape) * scale
+rand = seeded_rand(16)
 
 
 # -- spreads, likes, losses, array loops, hoist: array code --------------------

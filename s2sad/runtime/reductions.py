@@ -191,19 +191,18 @@ def mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
 def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     """g broadcast back over the summed axes (a read-only view, or a filled array
     for a full sum of a small array; zero off ``where``)."""
-    if axis is None and not kwargs and not keepdims:
-        if (  # filled(g, x), written out: the common case of small arrays
-            type(x) is np.ndarray
-            and type(g) in _FILL_SCALARS
-            and x.size <= SMALL_FILL
-            and x.dtype.kind == "f"
-        ):
-            buf = np.empty(x.shape, x.dtype)
-            buf.fill(g)
-            return (buf,)
-        ct = filled(g, x)
-        if ct is not None:
-            return (ct,)
+    if (  # filled(g, x), written out: a full sum of a small float array
+        axis is None
+        and not kwargs
+        and not keepdims
+        and type(x) is np.ndarray
+        and type(g) in _FILL_SCALARS
+        and x.size <= SMALL_FILL
+        and x.dtype.kind == "f"
+    ):
+        buf = np.empty(x.shape, x.dtype)
+        buf.fill(g)
+        return (buf,)
     ct = spread(g, x, axis, keepdims)
     if "where" in kwargs:
         ct = np.where(kwargs["where"], ct, 0)
