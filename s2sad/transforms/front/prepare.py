@@ -202,7 +202,8 @@ class _Binder(ast.NodeTransformer):
             space = getattr(sys.modules.get(modname), "__dict__", None)
         mod = sys.modules.get(modname)
         short = modname.rsplit(".", 1)[-1]
-        if mod is not None and getattr(mod, "__dict__", None) is space:
+        importable = all(part.isidentifier() for part in modname.split("."))
+        if importable and mod is not None and getattr(mod, "__dict__", None) is space:
             return ast.Attribute(
                 value=name(self.alias(short, mod, None)), attr=var, ctx=ast.Load()
             )
@@ -217,8 +218,8 @@ class _Binder(ast.NodeTransformer):
         for existing, value in self.module.bindings.items():
             if value is obj and existing not in self.norm.locals:
                 return existing
-        alias = self.module.bind(
-            self.job.namer.fresh(wanted) if wanted in used else wanted, obj, origin
-        )
+        if wanted in used or not wanted.isidentifier():  # "<run_path>": fresh mends
+            wanted = self.job.namer.fresh(wanted)
+        alias = self.module.bind(wanted, obj, origin)
         self.job.namer.reserve(alias)
         return alias
