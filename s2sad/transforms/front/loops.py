@@ -169,7 +169,7 @@ class LoopNormalizer:
                     )
 
             return seqs, bind
-        dict_view = _dict_view(it, self)
+        dict_view = _dict_view(it, self, out)
         if dict_view is not None:
             if not self._sure_plain(dict_view):  # read by keys: checked at run time
                 out.append(self._positional_check(dict_view, it, check_mapping))
@@ -343,17 +343,24 @@ class LoopNormalizer:
         return [name(keys)], bind
 
 
-def _dict_view(it: ast.expr, norm: LoopNormalizer) -> ast.expr | None:
-    """The dict of ``d.items()`` / ``d.values()`` / ``d.keys()`` on a local, else None."""
-    if (
+def _dict_view(it: ast.expr, norm: LoopNormalizer, out: list) -> ast.expr | None:
+    """The dict of ``d.items()`` / ``d.values()`` / ``d.keys()``, else None: ``d``
+    a local, or an expression (``make_table(x).items()``), whose value is then
+    held in a name of its own, bound before the loop (where Python evaluates
+    it).  Either is read by its keys behind ``check_mapping``, as a local is."""
+    if not (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Attribute)
         and not it.args
+        and not it.keywords
         and it.func.attr in ("items", "values", "keys")
-        and isinstance(it.func.value, ast.Name)
-        and it.func.value.id in norm.locals
     ):
-        return it.func.value
+        return None
+    d = it.func.value
+    if isinstance(d, ast.Name):
+        return d if d.id in norm.locals else None
+    if isinstance(d, ast.Call):
+        return norm.atom(d, out, "table")
     return None
 
 
