@@ -75,6 +75,8 @@ def activity(job, module) -> None:
     found = [
         activity_pass.out_problem(c, job.act.active, job.parsed.source) for c in calls
     ]
+    for s in stmts:  # (*xs, y) of a differentiated xs: its items would get no tangent
+        found += activity_pass.unpacked_displays(s, job.act, job.parsed.source)
     if any(found):
         raise UnsupportedSyntaxError([p for p in found if p is not None])
 

@@ -26,7 +26,11 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno
-from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
+from s2sad.transforms.front.arguments import (
+    unpacked_active,
+    unpacked_displays,
+    unpacked_problem,
+)
 from s2sad.transforms.front.calls import (
     CallInfo,
     builtin_hint,
@@ -227,6 +231,7 @@ def _check(
     for s in stmts:
         for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
             _check_call(call, act, source, missing, unsupported)
+        unsupported += unpacked_displays(s, act, source)
         target, _ = flow(s)
         if (
             isinstance(s, ast.Expr)

@@ -417,6 +417,33 @@ def unpacked_problem(v: ast.Call) -> tuple[str, str]:
     )
 
 
+def unpacked_displays(s: ast.stmt, act: Any, source) -> list:
+    """``(*xs, y)``, ``[*xs]``, ``{*xs}``, ``{**d, "k": v}`` unpacking a
+    differentiated value the compiler could not spell out item by item
+    (front/starred.py does it for a local of fixed length): the display's
+    items would carry no gradient, so it is refused where it is written."""
+    problems = []
+    for d in ast.walk(s):
+        if isinstance(d, (ast.Tuple, ast.List, ast.Set)):
+            unpacked = [e.value for e in d.elts if isinstance(e, ast.Starred)]
+        elif isinstance(d, ast.Dict):
+            unpacked = [v for k, v in zip(d.keys, d.values) if k is None]
+        else:
+            continue
+        if any(isinstance(u, ast.Name) and u.id in act.active for u in unpacked):
+            problems.append(
+                source.problem(
+                    d,
+                    "differentiated values unpacked with '*' or '**' into a "
+                    "display whose length s2sad must know when it compiles",
+                    "build it from the items one by one ((xs[0], xs[1], y)), "
+                    "unpack a tuple or list literal assigned once, or use "
+                    "list.append",
+                )
+            )
+    return problems
+
+
 def default_origin(fn: Any, pname: str) -> list | None:
     """How the disk cache finds the default of ``fn``'s parameter ``pname`` in
     another process (None: it cannot, for a function defined inside another)."""

@@ -1,4 +1,5 @@
-"""``f(*xs)`` on a list the function builds itself, spelled out item by item.
+"""``f(*xs)`` and ``(*xs, y)`` on a list the function builds itself, spelled
+out item by item.
 
 Runs in desugar, after the comprehensions became loops.  A later pass must
 know a call's arguments one by one; for a local list that is possible in two
@@ -8,7 +9,8 @@ handled in normalize, from the call's example value):
 * the list's length is fixed when the code is written: it is assigned once,
   from a list or tuple literal or from ``np.split`` (``array_split``,
   ``hsplit``, ``vsplit``, ``dsplit``) with a literal section count, and no
-  method is called on it; every ``f(*xs)`` becomes ``f(xs[0], ..., xs[n-1])``;
+  method is called on it; every ``f(*xs)`` becomes ``f(xs[0], ..., xs[n-1])``,
+  and every tuple or list display ``(*xs, y)`` becomes ``(xs[0], ..., y)``;
 * a ``for`` target says it: ``for q, k, v in zip(*heads)`` (picoGPT's attention
   heads) can only run with ``len(heads) == 3``, so the loop iterates
   ``zip(heads[0], heads[1], heads[2])`` after a check that raises the located
@@ -118,6 +120,10 @@ def _block(stmts, params, lengths, source) -> list[ast.stmt]:
         for sub in _stmt_nodes(s):
             if isinstance(sub, ast.Call):
                 _splice(sub, lengths)
+            elif isinstance(sub, (ast.Tuple, ast.List)) and isinstance(
+                sub.ctx, ast.Load
+            ):
+                sub.elts = _spliced(sub.elts, lengths)
         out.append(s)
     return out
 
@@ -145,17 +151,23 @@ def _item(var: str, i: int, like: ast.AST) -> ast.expr:
 
 
 def _splice(c: ast.Call, lengths: dict[str, int]) -> None:
-    args = []
-    for a in c.args:
+    c.args = _spliced(c.args, lengths)
+
+
+def _spliced(items: list[ast.expr], lengths: dict[str, int]) -> list[ast.expr]:
+    """``items`` (a call's arguments, or a display's ``(*xs, y)``) with each
+    ``*xs`` of a known length spelled out as ``xs[0], ..., xs[n-1]``."""
+    out = []
+    for a in items:
         if (
             isinstance(a, ast.Starred)
             and isinstance(a.value, ast.Name)
             and a.value.id in lengths
         ):
-            args += [_item(a.value.id, i, a) for i in range(lengths[a.value.id])]
+            out += [_item(a.value.id, i, a) for i in range(lengths[a.value.id])]
         else:
-            args.append(a)
-    c.args = args
+            out.append(a)
+    return out
 
 
 def _zip_target(s: ast.For, params, lengths, source) -> list[ast.stmt]:
