@@ -331,3 +331,19 @@ class _Substitute(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.id in self.table:
             return copy_loc(copy.deepcopy(self.table[node.id]), node)
         return node
+
+
+def refuse_values(norm: Any, e: ast.Call) -> None:
+    """A lambda passed to a function with a rule (``min(a, b, key=lambda v:
+    -v)``) is lifted by normalize as a local function, which the emitted module
+    defines only where the code calls it: refused here with its line (it was a
+    NameError when the gradient ran)."""
+    for a in [*e.args, *(k.value for k in e.keywords)]:
+        if isinstance(a, ast.Lambda):
+            norm.error(
+                a,
+                f"lambda passed as a value to '{ast.unparse(e.func)}', which s2sad "
+                "does not compile",
+                "pass a module-level function instead (min(a, b, key=neg)), or "
+                "write the choice out (a if -a < -b else b)",
+            )

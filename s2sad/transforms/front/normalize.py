@@ -29,7 +29,7 @@ from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import ops
 from s2sad.transforms import astutil
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front import objects, setitems
+from s2sad.transforms.front import lambda_args, objects, setitems
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
@@ -397,6 +397,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         keywords = [
             ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords
         ]
+        if info.kind in ("rule", "method"):
+            lambda_args.refuse_values(self, e)
         func = e.func
         if info.kind == "method":
             func = ast.Attribute(
