@@ -42,6 +42,7 @@ from s2sad.transforms.forward import cleanup as cleanup_pass
 from s2sad.transforms.forward import statements
 from s2sad.transforms.forward.function import FunctionForward, mutator_position
 from s2sad.transforms.front import activity as activity_pass
+from s2sad.transforms.front import texts
 from s2sad.transforms.front.rulekeywords import bind_active_keywords
 from s2sad.transforms.lattice import SET
 
@@ -77,6 +78,8 @@ def activity(job, module) -> None:
     ]
     for s in stmts:  # (*xs, y) of a differentiated xs: its items would get no tangent
         found += activity_pass.unpacked_displays(s, job.act, job.parsed.source)
+    # float(str(x)): a number read back from text would get no tangent
+    found += texts.problems(stmts, job.act.active, job.act.useful, job.parsed.source)
     if any(found):
         raise UnsupportedSyntaxError([p for p in found if p is not None])
 

@@ -38,6 +38,7 @@ from s2sad.transforms.front.calls import (
     library_file,
 )
 from s2sad.transforms.front.outarg import out_problem  # noqa: F401 (forward mode)
+from s2sad.transforms.front import texts
 from s2sad.transforms.front.rulekeywords import bind_active_keywords
 
 INACTIVE_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"}
@@ -264,6 +265,7 @@ def _check(
                     f"work on a copy: {target} = {target}.copy() (or list({target})) first",
                 )
             )
+    unsupported += texts.problems(stmts, act.active, act.useful, source)
     if (
         unsupported
     ):  # first: it explains e.g. x.sort() better than "no rule for .sort()"
