@@ -251,6 +251,8 @@ REDUCTIONS = [
     (np.cumprod, (np.array([2.0, 0.0, 3.0, 1.5]),), {}), (np.diff, (rnd(6),), {}),
     (np.diff, (rnd(3, 5), 2), {"axis": 1, "prepend": 0.5}),
     (np.sort, (distinct(3, 4),), {}), (np.sort, (distinct(3, 4),), {"axis": None}),
+    (np.quantile, (distinct(3, 5), 0.3), {"axis": 1}), (np.quantile, (distinct(7), 0.45), {}),
+    (np.percentile, (distinct(4, 3), 35.0, 0), {"keepdims": True}),
 ]  # fmt: skip
 if hasattr(np, "cumulative_sum"):
     REDUCTIONS += [
@@ -312,6 +314,11 @@ SHAPES = [
     (indexing.item, (rnd(3), 1), {}), (nn.embedding, (rnd(5, 3), np.array([0, 4, 4])), {}),
     (builtins.float, (np.array(rnd()),), {}), (builtins.list, (rnd(3, 2),), {}),
     (builtins.tuple, ([rnd(), rnd(2)],), {}), (builtins.reversed, ([rnd(), rnd()],), {}),
+    (np.delete, (rnd(6), [1, 4]), {}), (np.delete, (rnd(3, 4), 2, 1), {}),
+    (np.resize, (rnd(5), (2, 4)), {}),
+    (np.select, ([np.array([True, False, False]), np.array([True, True, False])],
+                 [rnd(3), rnd(3)], rnd(3)), {}),
+    (np.select, ([np.array([[True], [False]])], [rnd(2, 3)], 0.5), {}),
 ]  # fmt: skip
 if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))

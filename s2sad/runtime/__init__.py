@@ -29,6 +29,7 @@ RULE_MODULES = (
     "nn",
     "objects",
     "pyfuncs",
+    "quantiles",
     "reductions",
     "shapes",
     "statistics",

@@ -17,6 +17,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import like
 from s2sad.runtime.registry import adjoint, method_alias
+from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import linear, tangent
 
 # ---------------------------------------------------------------- helpers
@@ -166,6 +167,62 @@ def d_pad(g, ans, array, pad_width, mode="constant", **kwargs):
     return (like(sums.reshape(shape).astype(np.asarray(g).dtype), array), None)
 
 
+# ---------------------------------------------------------------- deleting, resizing, choosing
+
+
+@adjoint(np.delete)
+def d_delete(g, ans, arr, obj, axis=None):
+    """The kept entries get ``g`` back at their places; deleted ones zero."""
+    a = np.asarray(arr)
+    if axis is None:
+        ct = np.zeros(a.size, dtype=_float(g))
+        ct[np.delete(np.arange(a.size), obj)] = g
+        return (like(ct.reshape(a.shape), arr), None)
+    kept = np.delete(np.arange(a.shape[axis]), obj)
+    ct = np.zeros(a.shape, dtype=_float(g))
+    at = (slice(None),) * (axis % a.ndim) + (kept,)
+    ct[at] = g
+    return (like(ct, arr), None)
+
+
+@adjoint(np.resize)
+def d_resize(g, ans, a, new_shape):
+    """``np.resize`` repeats ``a``'s entries cyclically: each sums its copies."""
+    x = np.asarray(a)
+    if x.size == 0:
+        return (like(np.zeros(x.shape), a), None)
+    flat = np.ravel(g)
+    source = np.arange(flat.size) % x.size
+    sums = np.bincount(source, weights=flat, minlength=x.size)
+    return (like(sums.reshape(x.shape).astype(_float(g)), a), None)
+
+
+def _chosen(condlist, shape) -> tuple[list, np.ndarray]:
+    """Per choice of ``np.select``, where it is taken (the first true
+    condition), and where none is (the default), broadcast to ``shape``."""
+    free = np.ones(shape, dtype=bool)
+    taken = []
+    for c in condlist:
+        c = np.broadcast_to(np.asarray(c, dtype=bool), shape)
+        taken.append(c & free)
+        free = free & ~c
+    return taken, free
+
+
+@adjoint(np.select)
+def d_select(g, ans, condlist, choicelist, default=0):
+    """Each choice (and the default) gets ``g`` where np.select took it."""
+    g = np.asarray(g)
+    taken, rest = _chosen(condlist, np.shape(ans))
+    cts = [unbroadcast(g * m, c) for m, c in zip(taken, choicelist)]
+    return (None, cts, unbroadcast(g * rest, default))
+
+
+def _float(g: Any) -> Any:
+    dtype = np.result_type(g)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
 # ---------------------------------------------------------------- methods
 
 method_alias("repeat", np.repeat)
@@ -179,6 +236,25 @@ method_alias("repeat", np.repeat)
 linear(np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.column_stack,
        np.tile, np.repeat)  # fmt: skip
 linear(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
+linear(np.delete, np.resize)
+
+
+@tangent(np.select, argnum=1, container=True)
+def jvp_select_choices(t, ans, condlist, choicelist, default=0):
+    taken, _ = _chosen(condlist, np.shape(ans))
+    out = np.zeros(np.shape(ans), dtype=np.result_type(ans, float))
+    for m, ti in zip(taken, t):
+        if ti is not None:
+            out = out + np.where(m, ti, 0.0)
+    return out
+
+
+@tangent(np.select, argnum=2)
+def jvp_select_default(t, ans, condlist, choicelist, default=0):
+    _, rest = _chosen(condlist, np.shape(ans))
+    return np.where(rest, t, 0.0)
+
+
 if hasattr(np, "unstack"):
     linear(np.unstack)
 
@@ -204,4 +280,4 @@ def jvp_append_values(t, ans, arr, values, axis=None):
 # adjoint rules that read their other arguments only for shapes: linear in g
 linear(d_concatenate, d_stack, d_vstack, d_hstack, d_dstack, d_column_stack,
        d_append, d_split, d_hsplit, d_vsplit, d_dsplit, d_tile, d_repeat, d_pad,
-       container=True)  # fmt: skip
+       d_delete, d_resize, d_select, container=True)  # fmt: skip

@@ -91,10 +91,45 @@ def test_pad_modes_without_rule_are_loud():
         )
 
 
+# ---------------------------------------------------------------- deleting, resizing, choosing
+
+
+def test_delete():
+    check_rule(np.delete, rand(6), [1, 3])
+    check_rule(np.delete, rand(4, 5), 2, 1)
+    check_rule(np.delete, rand(4, 5), slice(0, 2), kwargs={"axis": 0})
+    check_rule(np.delete, rand(3, 4), [0, 5])  # flattened: axis None
+    check_rule(np.delete, rand(4, 5), [-1], -1)
+    check_rule(np.delete, rand(2, 3, 4), np.array([True, False, True]), 1)
+
+
+def test_resize_sums_the_copies_of_each_entry():
+    check_rule(np.resize, rand(5), (3, 4))
+    check_rule(np.resize, rand(2, 3), 4)
+    check_rule(np.resize, rand(2, 3), (2, 2))
+    ct, _ = joining.d_resize(np.ones(7), None, np.ones(3), 7)
+    assert np.array_equal(ct, [3.0, 2.0, 2.0])
+
+
+def test_select_gives_each_choice_its_taken_entries():
+    x = rand(3, 4)
+    conds = [x > 0.3, x < -0.5]
+    check_rule(np.select, conds, [x * 2.0, rand(4)], argnums=(1,))
+    check_rule(np.select, conds, [rand(3, 4), rand(3, 1)], rand(4), argnums=(1, 2))
+    check_rule(np.select, [x > 0.0], [rand(3, 4)], 1.5, argnums=(1,))
+    # the first true condition wins where two hold
+    both = [np.ones(3, bool), np.array([True, False, True])]
+    _, cts, ct_default = joining.d_select(
+        np.ones(3), np.zeros(3), both, [np.zeros(3), np.zeros(3)], np.zeros(3)
+    )
+    assert np.array_equal(cts[0], np.ones(3)) and not cts[1].any()
+    assert not ct_default.any()
+
+
 TESTED_HERE = {
     np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.column_stack,
     np.append, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.tile,
-    np.repeat, np.pad,
+    np.repeat, np.pad, np.delete, np.resize, np.select,
 }  # fmt: skip
 if hasattr(np, "unstack"):
     TESTED_HERE.add(np.unstack)
