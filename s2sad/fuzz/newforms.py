@@ -9,6 +9,7 @@
   method reads back, an attribute written from outside and read by a method;
 - ``d.get``/``d.update`` on a local dict; a lambda given to the module's
   ``apply_fn``; ``zip(*rows)`` over a local list of known length;
+- a local tuple or list unpacked into a display, ``np.stack((*parts, c))``;
 - NumPy functions called with keyword arguments (``np.sum(a, axis=0)``,
   ``np.clip(a, a_min=.., a_max=..)``, ``keepdims=True``) and reductions as
   methods of small arrays (``a.sum(axis=1)``, ``a.mean()``: the methods pass).
@@ -51,6 +52,7 @@ class NewForms:
 
     def new_kinds(self, depth: int, loop: bool) -> list[str]:
         kinds = ["kwcall", "kwcall", "small_method", "small_method", "dict_methods"]
+        kinds += ["star_display"]
         if depth < 2:
             kinds += ["rnn", "rnn", "zip_star"]
         if self.has_cell:
@@ -156,6 +158,27 @@ class NewForms:
             f"{acc} = 0.0",
             f"for {', '.join(names)} in zip(*{rows}):",
             f"    {acc} = {acc} + {term}",
+        ]
+
+    def s_star_display(self, depth, loop, ret):
+        r = self.rng
+        sh = r.choice([self._vec()] + MATRICES)
+        n = r.randint(1, 3)
+        parts = self.fresh_name("parts")
+        items = ", ".join(self.rhs(sh, 1) for _ in range(n))
+        self.env.alias(f"({items},)")
+        opening, closing = r.choice([("(", ",)"), ("[", "]")])
+        other = self.rhs(sh, 1)
+        if r.random() < 0.4:  # a constant: the display's value is the parts'
+            other = f"np.full({sh}, {round(r.uniform(-1.0, 1.0), 2)})"
+        display = f"{opening}*{parts}, {other}{closing}"
+        if r.random() < 0.5:
+            display = f"{opening}{other}, *{parts}{closing}"
+        v = self.fresh_name()
+        f = r.choice(["sum", "mean", "max"])
+        return [
+            f"{parts} = ({items},)" if r.random() < 0.5 else f"{parts} = [{items}]",
+            self.bind(v, sh, f"np.{f}(np.stack({display}), axis=0)"),
         ]
 
     def s_kwcall(self, depth, loop, ret):
