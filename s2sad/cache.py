@@ -97,6 +97,8 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
         identity = _identity(obj)
         if identity:  # what the code was specialised on (data is read when it runs)
             out.append(f"{name}={identity}")
+        if type(obj) is functools.partial:
+            obj = obj.func  # (nested partials are flattened by functools)
         if isinstance(obj, types.FunctionType) and not _library(obj):
             out += callee_sources(obj, seen)
         elif (
@@ -154,6 +156,12 @@ def _last_line(code: types.CodeType) -> int:
 def _identity(obj: Any) -> str:
     """Which module, class or function a global names, for the cache key ("" for data:
     emitted code reads data when it runs, and guards the rest)."""
+    if type(obj) is functools.partial:  # compiled as a call of obj.func with the
+        # stored arguments at their places: what it wraps and where they go
+        return (
+            f"partial of {_identity(obj.func)} with {len(obj.args)} positional "
+            f"argument(s) and keywords {sorted(obj.keywords)}"
+        )
     if isinstance(obj, types.ModuleType):
         return f"module {obj.__name__}"
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)) or (

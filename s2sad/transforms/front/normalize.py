@@ -387,7 +387,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
         return name(tmp)
 
     def expr_Call(self, e, out, hint):
-        e = self.specialise_unpacking(e, out)
+        e = self.specialise_unpacking(self.unwrap_partial(e), out)
         info = self.classify(e)
         if (rewritten := self.builtin_form(e, info)) is not None:
             return self.value(rewritten, out, hint)
