@@ -157,6 +157,53 @@ class CallNormalizer(ArgumentBinder):
                 ast.copy_location(n, e)
         return call
 
+    def super_method(self, func: ast.expr) -> CallInfo | None:
+        """``super().f(x)`` in a method compiled for a receiver whose value is
+        known (an object passed in, or reached from a global): the method the
+        class after this one in the receiver's MRO defines, called with this
+        method's ``self``; None for any other call."""
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+            and not func.value.args
+            and not func.value.keywords
+            and "super" not in self.locals
+        ):
+            return None
+        params = self.parsed.node.args.args
+        me = self.example_value(ast.Name(id=params[0].arg)) if params else MISSING
+        fn = self.parsed.fn
+        if me is MISSING or fn is None or isinstance(me, type):
+            return None
+        owner = next(
+            (k for k in type(me).__mro__ if any(v is fn for v in vars(k).values())),
+            None,
+        )
+        try:
+            method = getattr(super(owner, me), func.attr) if owner else None
+        except AttributeError:
+            return None
+        if not isinstance(method, types.MethodType):
+            return None
+        info = classify_object(method, ast.Name(id=params[0].arg, ctx=ast.Load()))
+        return info if info.kind == "user" else None
+
+    def without_super(self, e: ast.Call, info: CallInfo) -> ast.Call:
+        """``super().f(x)`` classified by :meth:`super_method`: the call written
+        on the receiver (``self.f``), so no ``super()`` is left in the code (the
+        call goes to the method the classification found)."""
+        if not (
+            info.kind == "user"
+            and isinstance(e.func, ast.Attribute)
+            and isinstance(e.func.value, ast.Call)
+            and isinstance(info.extra.get("self"), ast.Name)
+        ):
+            return e
+        held = ast.Attribute(value=info.extra["self"], attr=e.func.attr, ctx=ast.Load())
+        return copy_loc(ast.Call(func=held, args=e.args, keywords=e.keywords), e)
+
     def is_static(self, expr: ast.expr) -> bool:
         """A name or attribute chain rooted at a non-local name (module, global...),
         or at a local that holds a module (``xp = np``)."""
@@ -233,12 +280,19 @@ class CallNormalizer(ArgumentBinder):
                 )
             if isinstance(method, types.FunctionType) and _has_source(method):
                 return CallInfo("user", method, {"self": func, "receiver": None})
+        inherited = self.super_method(func)
+        if inherited is not None:
+            return inherited
         # a method or callable object reached from an argument of this call
         # (self.l1.forward_pass(x), self.activation(x)): resolved on its value
         obj = self.example_value(func)
         if obj is not MISSING:
             info = classify_object(obj, _receiver(func), func)
             if info.kind == "user" and "receiver" in info.extra:
+                if _class_bound(obj) and not isinstance(
+                    self.example_value(func.value), type
+                ):  # obj.h(x), h a classmethod: its first argument is the class
+                    info.extra["self"] = call("type", info.extra["self"])
                 return info
             if (
                 isinstance(func, ast.Name)
@@ -248,6 +302,12 @@ class CallNormalizer(ArgumentBinder):
                 # a function given in this call (odeint(func, ...)): specialised
                 # on it, and checked first thing (front/callees.py)
                 return info
+            if (
+                isinstance(func, ast.Attribute)
+                and info.kind in ("rule", "user")
+                and _static_method(self.example_value(func.value), func.attr)
+            ):
+                return info  # self.g(x), g a staticmethod: a plain function
         if isinstance(func, ast.Attribute):
             return CallInfo("method", func.attr)
         return CallInfo("unknown")
@@ -312,6 +372,22 @@ def as_written(v: ast.Call) -> ast.Call:
     new = ast.Call(func=v.func, args=args, keywords=keywords)
     anno(new)["call"] = info
     return ast.copy_location(new, v)
+
+
+def _class_bound(obj: Any) -> bool:
+    """A classmethod bound through an object or a class: ``__self__`` is a class."""
+    return isinstance(obj, types.MethodType) and isinstance(obj.__self__, type)
+
+
+def _static_method(receiver: Any, attr: str) -> bool:
+    """Whether ``receiver.attr`` is a ``staticmethod`` of its class (found on the
+    class, not set on the object), so that calling it passes no receiver."""
+    if receiver is MISSING or isinstance(receiver, types.ModuleType):
+        return False
+    cls = receiver if isinstance(receiver, type) else type(receiver)
+    if not isinstance(receiver, type) and attr in getattr(receiver, "__dict__", {}):
+        return False
+    return isinstance(inspect.getattr_static(cls, attr, None), staticmethod)
 
 
 def _receiver(func: ast.expr) -> ast.expr | None:

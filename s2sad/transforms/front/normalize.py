@@ -26,8 +26,7 @@ import ast
 import copy
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.transforms import ops
-from s2sad.transforms import astutil
+from s2sad.transforms import astutil, ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
 from s2sad.transforms.front import lambda_args, objects, setitems
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
@@ -389,6 +388,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
     def expr_Call(self, e, out, hint):
         e = self.specialise_unpacking(self.unwrap_partial(e), out)
         info = self.classify(e)
+        e = self.without_super(e, info)
         if (rewritten := self.builtin_form(e, info)) is not None:
             return self.value(rewritten, out, hint)
         if info.kind in ("user", "local"):
