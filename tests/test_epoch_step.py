@@ -247,3 +247,34 @@ def test_a_rebound_global_compiles_again(buffer_everything):  # noqa: F811
         assert_close_tree(g, numerical_grad(rnn_loss, [_copy(params), x, y], 0))
     finally:
         act = saved
+
+
+def test_threads_sharing_the_slot_get_their_own_gradients():
+    import threading
+
+    rng = np.random.default_rng(11)
+    cases = [(rng.standard_normal((6, 4)), rng.integers(0, 4, 6)) for _ in range(4)]
+    want = [_recomputed(1.0, z, y) for z, y in cases]
+    bad = []
+
+    def work(i):
+        z, y = cases[i]
+        for _ in range(300):
+            v = nn.softmax_cross_entropy(z, y)
+            got = nn.d_softmax_cross_entropy(1.0, v, z, y)[0]
+            if got.tobytes() != want[i].tobytes():
+                bad.append(i)
+
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch inside the value and the rule
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not bad

@@ -85,7 +85,8 @@ def gradient(
     array of the logits' shape and dtype), the softmax from :func:`value`'s
     exponentials where that call computed ``ans``."""
     kept = None
-    if ans is not None and _KEPT and _KEPT[0][0] is ans:
+    head = _KEPT[:1]  # a copy, in one step: another thread may empty the slot
+    if ans is not None and head and head[0][0] is ans:
         try:  # taken: another thread's value may have replaced it meanwhile
             kept = _KEPT.pop()
         except IndexError:
