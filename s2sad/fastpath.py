@@ -179,10 +179,10 @@ def warm_call(gf: Any, warm: tuple, args: tuple, out: Any = None) -> Any:
     except Exception as exc:  # noqa: BLE001 (as the slow path: _failed)
         value, grads = gf._failed(exc, values, [], args, {})
         ws = None
-    if ws is not None:
-        value = unshare(value, ws)
     t = type(value)
     if t is not float and t is not np.float64 and t is not np.float32:
+        if ws is not None:  # a float holds no buffer: only others are looked at
+            value = unshare(value, ws)
         check_scalar(gf, value)
     if warm[2]:  # one gradient, not a tuple of them
         grads = grads[0]

@@ -236,6 +236,8 @@ def _container_ct(g: Any, x: Any, idx: Any) -> Any:
 @adjoint(operator.getitem)
 def d_getitem(g, ans, x, idx, *, into=None):
     """Scatter ``g`` into zeros like ``x`` (into ``into[0]`` when given)."""
+    if type(x) is dict:  # a parameter of a dict: its cotangent holds that key alone
+        return ({idx: g}, None)
     if isinstance(x, (list, tuple, dict)):
         return (_container_ct(g, x, idx), None)
     buf = None if into is None else into_buffer(into, 0, np.shape(x), _float_dtype(x))

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from s2sad.runtime import backend
+from s2sad.runtime import backend, crossentropy
 from s2sad.runtime.activations import dense, log_softmax, relu, sigmoid, softmax
 from s2sad.runtime.reductions import into_buffer
 from s2sad.runtime.registry import adjoint, nondifferentiable
@@ -290,16 +290,10 @@ def _rows_of_labels(logits: Any, labels: Any) -> bool:
 def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating:
     """Mean over examples of ``-log softmax(logits)[label]``."""
     if _rows_of_labels(logits, labels) and logits.dtype.itemsize >= 4:
-        # a batch of rows (the common case): the same operations as below, the
-        # picks by one fancy index, the mean as np.mean computes it (the sum
-        # over all axes divided by the count as an intp, cast back), without
-        # the wrappers of take_along_axis and mean
-        z = logits - logits.max(axis=-1, keepdims=True)
-        log_norm = np.exp(z).sum(axis=-1)
-        np.log(log_norm, out=log_norm)
-        log_norm -= z[np.arange(labels.shape[0]), labels]
-        total = np.add.reduce(log_norm, axis=None)
-        return total.dtype.type(total / np.intp(log_norm.size))
+        # a batch of rows (the common case): the same operations as below,
+        # without the wrappers of take_along_axis and mean; the exponentials
+        # are kept for the rule (runtime/crossentropy.py)
+        return crossentropy.value(logits, labels)
     if backend.is_foreign(logits) or backend.is_foreign(labels):
         return _foreign_cross_entropy(logits, labels)
     logits = np.asarray(logits)
@@ -311,12 +305,20 @@ def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.floating
 
 
 def softmax_cross_entropy_grad(
-    g: float, logits: np.ndarray, labels: np.ndarray, out: np.ndarray | None = None
+    g: float,
+    logits: np.ndarray,
+    labels: np.ndarray,
+    out: np.ndarray | None = None,
+    ans: Any = None,
 ) -> np.ndarray:
     """``(softmax(logits) - one_hot(labels)) * g / examples`` (built in ``out`` if given).
 
-    ``out`` must have the shape and dtype of ``softmax(logits)``.
+    ``out`` must have the shape and dtype of ``softmax(logits)``; ``ans``, the
+    value ``softmax_cross_entropy(logits, labels)`` returned, lets a batch of
+    rows reuse that call's exponentials (``runtime/crossentropy.py``).
     """
+    if _rows_of_labels(logits, labels):  # one label per row: one fancy index
+        return crossentropy.gradient(g, ans, logits, labels, out)
     if backend.is_foreign(logits) or backend.is_foreign(labels):
         # Dask lacks put_along_axis (its fallback writes into a computed copy):
         # subtract a one-hot mask instead, lazily
@@ -324,15 +326,8 @@ def softmax_cross_entropy_grad(
         p = p - backend.one_hot(labels, p.shape[-1], p.dtype)
         return p * (g / max(labels.size, 1))
     labels = np.asarray(labels)
-    if _rows_of_labels(logits, labels):  # one label per row: one fancy index
-        if out is None:  # softmax's operations, the max by the array's method
-            p = np.exp(logits - logits.max(axis=-1, keepdims=True))
-            p /= p.sum(axis=-1, keepdims=True)
-        else:
-            p = _softmax_into(logits, out)
-        p[np.arange(labels.shape[0]), labels] -= 1
-        p *= np.asarray(g, dtype=p.dtype) / labels.shape[0]
-        return p
+    if _rows_of_labels(logits, labels):  # labels given as a list
+        return crossentropy.gradient(g, None, logits, labels, out)
     p = softmax(logits) if out is None else _softmax_into(logits, out)
     np.put_along_axis(
         p, labels[..., None], np.take_along_axis(p, labels[..., None], -1) - 1, -1
@@ -370,7 +365,7 @@ def d_softmax_cross_entropy(g, ans, logits, labels, *, into=None):
     buf = None
     if into is not None and isinstance(logits, np.ndarray) and logits.dtype.kind == "f":
         buf = into_buffer(into, 0, logits.shape, logits.dtype)
-    return (softmax_cross_entropy_grad(g, logits, labels, buf), None)
+    return (softmax_cross_entropy_grad(g, logits, labels, buf, ans), None)
 
 
 def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:

@@ -16,8 +16,13 @@ such a dict (or an object of the type) into the object.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+from s2sad.runtime.refcounts import EXCLUSIVE_REFS
 
 #: registered classes -> (flatten(obj) -> (children, aux), unflatten(aux, children))
 _REGISTERED: dict[type, tuple[Callable, Callable]] = {}
@@ -163,3 +168,36 @@ def tree_map(f: Callable[..., Any], x: Any, *rest: Any) -> Any:
     xs = [v for _, v in leaves(x)]
     others = [[v for _, v in leaves(r)] for r in rest]
     return unflatten(x, [f(v, *(o[i] for o in others)) for i, v in enumerate(xs)])
+
+
+def plain_dict() -> bool:
+    """Whether a plain dict is a dict node (``dict`` not registered as a class)."""
+    return dict not in _REGISTERED
+
+
+def finalize_dict(g: dict, x: dict, finalize: Callable) -> dict:
+    """``finalize(g, x)`` (``support.finalize``) of a dict of parameters, without
+    a call per entry where the entry is an array cotangent of its parameter's
+    shape and float dtype: there the same test and copy as finalize's first
+    branch (the reference count here: the dict's, this name's and getrefcount's,
+    as finalize's own: the caller's name, the parameter and getrefcount's);
+    ``finalize(entry, parameter)`` for any other entry."""
+    result = {}
+    nd = np.ndarray
+    for k, v in x.items():
+        gk = g.get(k)
+        if type(gk) is nd and type(v) is nd:
+            dt = gk.dtype
+            same = gk.shape == v.shape and (dt is v.dtype or dt == v.dtype)
+            if same and dt.kind in "fc":
+                if (
+                    sys.getrefcount(gk) <= EXCLUSIVE_REFS
+                    and gk.base is None
+                    and gk.flags.writeable
+                ):
+                    result[k] = gk
+                else:
+                    result[k] = np.array(gk, copy=True)
+                continue
+        result[k] = finalize(gk, v)
+    return result

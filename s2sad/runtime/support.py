@@ -259,6 +259,8 @@ def finalize(g: Any, x: Any, out: Any = None) -> Any:
             return np.array(g, copy=True)
     elif out is not None and _into_ok(out, x):
         return _finalize_into(g, x, out)
+    elif type(x) is dict and type(g) is dict and out is None and pytrees.plain_dict():
+        return pytrees.finalize_dict(g, x, finalize)
     if g is None:
         return zeros_like(x)
     if type(x) is float and type(g) in (float, np.float64):
@@ -487,4 +489,10 @@ def accumulate(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
         and fits_in_place(a, b)
     ):
         return np.add(a, b, out=out)
+    if type(a) is dict and type(b) is dict and sys.getrefcount(a) <= EXCLUSIVE_REFS:
+        # a dict cotangent only the caller's variable sees (a parameter dict's,
+        # built entry by entry): its entries summed into it, not into a copy
+        for k, v in b.items():
+            a[k] = add(a.get(k), v)
+        return a
     return add(a, b)
