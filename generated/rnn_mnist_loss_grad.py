@@ -90,7 +90,7 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
         )
         tape.append(matmul_1)
-        matmul_1 = matmul_zeros(h, params_item_2)
+        matmul_1 = matmul_zeros(h, params_item_2, 0)
         tape.append(add_1)
         add_1 = matmul + matmul_1
         add_2 = add_1 + params_item_3
