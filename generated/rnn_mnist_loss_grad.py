@@ -13,6 +13,7 @@ from s2sad.runtime.support import (
     zeros,
 )
 from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 from s2sad.runtime.stepreads import (
@@ -203,7 +204,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
         if g_h is not None:
-            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2"))
+            g_add_2 = tanh_grad(g_h, h, out=ws.take("g_add_2"))
         g_h = None
         h = tape.pop()
         g_add_1 = None
@@ -268,7 +269,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
         if g_h is not None:
-            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2.2"))
+            g_add_2 = tanh_grad(g_h, h, out=ws.take("g_add_2.2"))
         g_h = None
         h = tape.pop()
         g_add_1 = None
