@@ -12,6 +12,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul, d_matmul_rhs
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 from mlp_mnist import logits_tanh
@@ -96,7 +97,7 @@ def logits_tanh_backward(g_out, saved, ws=NO_WORKSPACE):
     # grad of: h = np.tanh(x @ params["W1"] + params["b1"])
     g_add = None
     if g_h is not None:
-        g_add = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add"))
+        g_add = tanh_grad(g_h, h, out=ws.take("g_add"))
     g_matmul = None
     g_params_item_1 = None
     if g_add is not None:

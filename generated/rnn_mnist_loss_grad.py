@@ -13,6 +13,7 @@ from s2sad.runtime.support import (
     zeros,
 )
 from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 from s2sad.runtime.stepreads import (
@@ -90,7 +91,7 @@ def logits_forward(params, x, ws=NO_WORKSPACE):
             (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
         )
         tape.append(matmul_1)
-        matmul_1 = matmul_zeros(h, params_item_2)
+        matmul_1 = matmul_zeros(h, params_item_2, 0)
         tape.append(add_1)
         add_1 = matmul + matmul_1
         add_2 = add_1 + params_item_3
@@ -203,7 +204,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
         if g_h is not None:
-            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2"))
+            g_add_2 = tanh_grad(g_h, h, out=ws.take("g_add_2"))
         g_h = None
         h = tape.pop()
         g_add_1 = None
@@ -268,7 +269,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
         if g_h is not None:
-            g_add_2 = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add_2.2"))
+            g_add_2 = tanh_grad(g_h, h, out=ws.take("g_add_2.2"))
         g_h = None
         h = tape.pop()
         g_add_1 = None

@@ -21,6 +21,7 @@ from s2sad.runtime import (
     OPTIONAL_RULE_MODULES,
     activations,
     contractions,
+    fused,
     indexing,
     joining,
     losses,
@@ -190,6 +191,17 @@ MISC_ELEMENTWISE = [
     (nn.relu, (rnd(3, 4),), {}),
     (nn.sigmoid, (rnd(3, 4),), {}),
 ]
+# the fused kernels of rules (runtime/fused.py), one shape and broadcast
+ABOVE_ONE = (fused.arccosh_grad, fused.sqrt_grad, fused.cbrt_grad)
+MISC_ELEMENTWISE += [
+    (k, (rnd(3, 4), np.tanh(rnd(3, 4)) * (0.3 if k in ABOVE_ONE else 0.8)), {})
+    for k in fused.KERNELS
+]
+MISC_ELEMENTWISE = [
+    (k, (a[0], a[1] + 1.5), kw) if k in ABOVE_ONE else (k, a, kw)
+    for k, a, kw in MISC_ELEMENTWISE
+]
+MISC_ELEMENTWISE += [(fused.tanh_grad, (rnd(4), np.tanh(rnd(3, 4))), {})]
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ RULE_MODULES = (
     "contractions",
     "einsums",
     "elementwise",
+    "fused",
     "indexing",
     "iteration",
     "joining",

@@ -270,13 +270,15 @@ adjoint_of_multilinear(d_stepwise_matmul, slots=(0, 2, 3))
 # ================================================================ a product with zeros
 
 
-def matmul_zeros(a: Any, b: Any, out: Any = None) -> np.ndarray:
+def matmul_zeros(a: Any, b: Any, zero: Any = None, out: Any = None) -> np.ndarray:
     """``a @ b`` where the ``peel`` pass has proved ``a`` or ``b`` all zeros (a
     loop's initial state, ``h = np.zeros(...)``, in its first iteration): zeros
     of the product's shape and dtype, without the product.  When the other
     operand holds an inf or a nan (``0 * inf`` is nan), or the shapes are not a
-    matrix times a matrix, it is the product itself, as written.  Its value is
-    no function of the differentiated inputs: its gradient is zero."""
+    matrix times a matrix, it is the product itself, as written.  ``zero``: which
+    operand (0: ``a``, 1: ``b``) is the zero one, so only the other is checked;
+    None checks both.  Its value is no function of the differentiated inputs:
+    its gradient is zero."""
     a_ = a if type(a) is np.ndarray else np.asarray(a)
     b_ = b if type(b) is np.ndarray else np.asarray(b)
     if (
@@ -285,8 +287,10 @@ def matmul_zeros(a: Any, b: Any, out: Any = None) -> np.ndarray:
         and a_.shape[-1] == b_.shape[0]
         and a_.dtype.kind in "fc"
         and b_.dtype.kind in "fc"
-        and np.isfinite(a_.sum())  # a sum is finite only if every entry is
-        and np.isfinite(b_.sum())  # (and allocates nothing, unlike isfinite(x))
+        # a sum is finite only if every entry is (and allocates nothing, unlike
+        # isfinite(x)); the zero operand's entries are zeros
+        and (zero == 1 or np.isfinite(b_.sum()))
+        and (zero == 0 or np.isfinite(a_.sum()))
     ):
         shape = a_.shape[:-1] + b_.shape[1:]
         buf = _buffer(out, shape, np.result_type(a_, b_))

@@ -9,6 +9,11 @@ NumPy::
         return (g * (1.0 - ans * ans),)
 
 Any other rule is called by name and its tuple unpacked.
+
+In NumPy array code (``instantiate(..., kernels=True)``), a rule registered
+with a fused kernel (s2sad/runtime/fused.py) is written as the kernel's call
+instead, ``g_h = tanh_grad(g_y, y)``: the same operations into one array, and
+only names the expression reads, so the tape keeps what it kept.
 """
 
 from __future__ import annotations
@@ -117,11 +122,14 @@ def instantiate(
     ans: ast.expr,
     args: list[ast.expr],
     kwargs: dict[str, ast.expr],
+    kernels: bool = False,
 ) -> list[ast.expr | None] | None:
     """Cotangent expressions for each positional arg (None: zero), or None if not inlinable.
 
     ``rule_fn`` is an adjoint rule returning a tuple literal, one entry per
-    positional argument.
+    positional argument.  With ``kernels`` (array code), a rule that has a
+    fused kernel (s2sad/runtime/fused.py) gets a call of it in place of its
+    expression: ``tanh_grad(g_y, y)`` for ``g_y * (1.0 - y * y)``.
     """
     form = inline_form(rule_fn)
     if form is None or form.kwonly or form.nested:
@@ -131,6 +139,9 @@ def instantiate(
     mapping = _mapping(form, g, ans, args, kwargs)
     if mapping is None:
         return None
+    fused = _fused_call(rule_fn, form, mapping) if kernels and args else None
+    if fused is not None:
+        return [fused] + [None] * (len(args) - 1)
     out: list[ast.expr | None] = []
     for i in range(len(args)):
         expr = form.result.elts[i] if i < len(form.result.elts) else None
@@ -139,6 +150,29 @@ def instantiate(
         else:
             out.append(_Substitute(mapping).visit(copy.deepcopy(expr)))
     return out
+
+
+def _fused_call(rule_fn, form: InlineForm, mapping: dict) -> ast.expr | None:
+    """``kernel(...)`` for a one-cotangent rule with a fused kernel, its
+    parameters those of the rule the kernel is named after.  Only names the
+    rule's expression reads are passed, so the tape keeps what it kept."""
+    from s2sad.runtime.fused import kernel_of
+
+    kernel = kernel_of(rule_fn)
+    if kernel is None or len(form.result.elts) != 1:
+        return None
+    params = [
+        p.name
+        for p in inspect.signature(kernel).parameters.values()
+        if p.name != "out" and p.default is inspect.Parameter.empty
+    ]
+    read = {n.id for n in ast.walk(form.result) if isinstance(n, ast.Name)}
+    if not all(p in read and p in mapping for p in params):
+        return None
+    func = ast.Name(id=kernel.__name__, ctx=ast.Load())
+    anno(func)["kernel"] = kernel
+    args = [copy.deepcopy(mapping[p]) for p in params]
+    return ast.Call(func=func, args=args, keywords=[])
 
 
 def inline_single(
@@ -158,8 +192,11 @@ def inline_single(
 
 
 def bind_np(expr: ast.expr, module) -> None:
-    """Point ``np`` in an inlined rule at the emitted module's binding of NumPy."""
+    """Point ``np`` in an inlined rule at the emitted module's binding of NumPy,
+    and a fused kernel's name at its import."""
     for n in ast.walk(expr):
+        if isinstance(n, ast.Call) and "kernel" in anno(n.func):
+            n.func = module.rule_ref(anno(n.func).pop("kernel"))
         if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
             n.id = module.bind("np", np, ["module", "numpy", "np"])
             anno(n)["bound"] = True

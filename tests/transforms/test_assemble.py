@@ -36,7 +36,7 @@ def test_reverse_assemble_makes_value_and_grad_and_a_pair_per_callee():
             # grad of: return np.sin(x) * x
             g_sin = unbroadcast(g_out * x, sin)
             g_x = unbroadcast(g_out * sin, x)
-            g_x = accumulate(g_x, g_sin * np.cos(x))
+            g_x = accumulate(g_x, sin_grad(g_sin, x))
             return (g_x,)
     """)
 

@@ -23,6 +23,11 @@ def mlp(x, W):
     return np.sum(h * h)
 
 
+def mlp_recip(x, W):
+    h = 1.0 / (x @ W)
+    return np.sum(h * h)
+
+
 def cell(h, W):
     return np.tanh(h @ W)
 
@@ -54,13 +59,28 @@ def test_sites_write_into_workspace_buffers():
 
 
 def test_a_temporary_that_dies_at_a_site_is_shared_with_it():
-    code = after("buffers", mlp)
+    code = after("buffers", mlp_recip)  # -g_h * h / matmul
     shares = next(
         line for line in code.splitlines() if ".buffer_shares = " in line
     ).split(" = ", 1)[1]
     table = ast.literal_eval(shares)
-    assert table["sub"] == "mul_3"  # sub = 1.0 - mul_3: mul_3 is read there last
-    assert table["g_matmul"] == "sub"
+    assert table["mul_3"] == "neg"  # mul_3 = neg * h: neg is read there last
+    assert table["div"] == "mul_3"
+
+
+def two_kernels(x, W):
+    h = x @ W
+    return np.sum(np.sin(h) * np.tanh(h))
+
+
+def test_a_fused_kernel_is_a_site():
+    """d_tanh's kernel (runtime/fused.py) writes into the site's buffer."""
+    code = after("buffers", mlp)
+    assert "g_matmul = tanh_grad(g_h, h, out=ws['g_matmul'])" in code
+    # a kernel's call read by accumulate: a site of its own
+    code = after("buffers", two_kernels)
+    assert "sin_ct = sin_grad(g_sin, h, out=ws['sin_ct'])" in code
+    assert "g_h = accumulate(g_h, sin_ct, out=ws['g_h.2'])" in code
 
 
 def test_a_callee_enters_its_own_workspace_and_gets_ws_passed_on():

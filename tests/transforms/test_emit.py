@@ -23,6 +23,7 @@ def test_emit_writes_header_imports_and_restored_comments():
         import MODULE as MOD
         from s2sad.runtime.support import finalize, globals_changed
         from s2sad.runtime.contractions import d_matmul_rhs
+        from s2sad.runtime.fused import tanh_grad
         from s2sad.runtime.reductions import d_sum
 
 
@@ -36,7 +37,7 @@ def test_emit_writes_header_imports_and_restored_comments():
             # grad of: return np.sum(h)
             g_h = d_sum(g_out, out, h)[0]
             # grad of: h = np.tanh(W @ x)
-            g_matmul = g_h * (1.0 - h * h)
+            g_matmul = tanh_grad(g_h, h)
             g_x = d_matmul_rhs(g_matmul, matmul, W, x)[0]
             return (out, (finalize(g_x, x),))
     """).replace("MODULE", __name__).replace("MOD", __name__.rsplit(".", 1)[-1])

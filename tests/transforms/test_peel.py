@@ -109,6 +109,43 @@ def test_non_finite_weight_keeps_the_product():
     assert np.isnan(value)
 
 
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_weight_on_either_side_keeps_the_product(bad):
+    """matmul_zeros checks only the operand that is not the zero state: an inf or
+    a nan there (zeros on the left or on the right) still gives the product."""
+    W, x = _args(np.random.default_rng(6))
+    W[1, 2] = bad
+    x2 = np.random.default_rng(7).normal(size=(3, 2))
+    with np.errstate(invalid="ignore"):
+        for fn, args in ((single_step, (W, x)), (state_on_right, (W, x2))):
+            assert "matmul_zeros" in after("peel", fn, (0, 1))
+            value, _ = s2sad.value_and_grad(fn, argnums=(0, 1))(*args)
+            np.testing.assert_equal(value, fn(*args))
+            assert np.isnan(value)
+
+
+def test_matmul_zeros_checks_the_other_operand():
+    from s2sad.runtime.steps import matmul_zeros
+
+    z = np.zeros((4, 3), np.float32)
+    w = np.ones((3, 2), np.float32)
+    for zero in (None, 0):
+        r = matmul_zeros(z, w, zero)
+        assert r.dtype == np.float32 and r.shape == (4, 2) and not r.any()
+    w[0, 0] = np.inf
+    for zero in (None, 0):  # 0 * inf is nan: the product itself
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_equal(matmul_zeros(z, w, zero), z @ w)
+    # zeros on the right: only the left operand is checked
+    zr = np.zeros((3, 2))
+    a = np.ones((4, 3))
+    np.testing.assert_equal(matmul_zeros(a, zr, 1), np.zeros((4, 2)))
+    a[2, 1] = np.nan
+    np.testing.assert_equal(matmul_zeros(a, zr, 1), a @ zr)
+    out = np.full((4, 2), 7.0)
+    assert matmul_zeros(np.ones((4, 3)), zr, 1, out=out) is out and not out.any()
+
+
 def test_second_order_through_the_peeled_loop():
     rng = np.random.default_rng(4)
     Wx, Wh, b, x = PEELED[0][1](rng)
@@ -124,7 +161,7 @@ def test_emitted_code_skips_the_first_product():
     dfn = s2sad.value_and_grad(rnn, argnums=(0, 1, 2, 3))
     dfn(*PEELED[0][1](np.random.default_rng(5)))
     text = dfn.source
-    assert "matmul_zeros(h, Wh)" in text
+    assert "matmul_zeros(h, Wh, 0)" in text
     assert text.count("d_matmul(") == 1  # the steps after the first only
 
 

@@ -27,7 +27,7 @@ def test_reverse_straight_line_code_reads_its_values_back_in_reverse_order():
         # grad of: return np.sum(h)
         g_h = d_sum(g_out, out, h)[0]
         # grad of: h = np.tanh(W @ x)
-        g_matmul = g_h * (1.0 - h * h)
+        g_matmul = tanh_grad(g_h, h)
         g_x = d_matmul_rhs(g_matmul, matmul, W, x)[0]
     """)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
@@ -153,6 +154,8 @@ class Facts:
             return self.some_known(v.args[0])
         if self.rule_of(v) is sum_steps:  # loopsums': a sum of the steps' g
             return self.some_known(v.args[1])
+        if self.rule_of(v) in fused.KERNELS:  # a rule's expression, fused
+            return self.some_known(*v.args)
         return self.rule_of(v) in (
             stepwise_matmul,
             stepwise_ahead,
@@ -247,6 +250,8 @@ class Facts:
             return self.is_shaped(v.args[0]) and self.is_fixed(v.args[3])
         if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x
             return self.is_shaped(v.args[0]) and kw_fixed
+        if self.rule_of(v) in fused.KERNELS:  # elementwise, like a ufunc
+            return all(self.is_shaped(a) for a in v.args) and not v.keywords
         if self.rule_of(v) is matmul_zeros:  # a peeled loop's zero product
             return self.is_shaped(v.args[0]) and self.is_shaped(v.args[1])
         helper = helper_of(v)

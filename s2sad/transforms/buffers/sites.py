@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
@@ -131,6 +132,8 @@ class Sites(Facts):
                 return None
             args = [self._operand(e, in_loop, pre) for e in (v.left, v.comparators[0])]
             return self._np_call(ops.numpy_name(v.ops[0]), args, label, in_loop)
+        if isinstance(v, ast.Call) and self.rule_of(v) in fused.KERNELS:
+            return self._call_site(v, label, in_loop, pre)  # nested too, like ufuncs
         if not top:
             return None
         if isinstance(v, ast.Call):
@@ -175,6 +178,9 @@ class Sites(Facts):
             return self._with_out(v, label, in_loop)
         if self.rule_of(v) in STEP_PRODUCTS and not v.keywords:
             return self._with_out(v, label, in_loop)  # hoist's and peel's products
+        if self.rule_of(v) in fused.KERNELS and not v.keywords:
+            v.args = [self._operand(a, in_loop, pre) for a in v.args]
+            return self._with_out(v, label, in_loop)  # a rule's fused kernel
         if self.rule_of(v) is log_softmax_as_written and len(v.args) == 1:
             return self._with_out(v, label, in_loop)  # fuse's (x, axis=...)
         if self.rule_of(v) is add_at_index and len(v.args) == 4 and not v.keywords:
@@ -310,6 +316,8 @@ def _label(e: ast.expr) -> str:
         return "neg"
     if isinstance(e, ast.Compare):
         return "mask"
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+        return e.func.id.replace("_grad", "") + "_ct"  # a fused kernel's: sin_ct
     return "t"
 
 

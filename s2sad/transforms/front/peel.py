@@ -12,13 +12,14 @@ A recurrence usually starts from a zero state and multiplies it first thing::
 At ``t = 0`` that product is zeros forward, and backward it costs two more
 products for cotangents that are zero (``h`` starts as a constant).  This pass
 (reverse mode, after ``hoist``) runs the first iteration in a loop of its own,
-where the product is ``matmul_zeros(h, Wh)``, zeros of the product's shape
+where the product is ``matmul_zeros(h, Wh, 0)``, zeros of the product's shape
 (``s2sad/runtime/steps.py``; the product itself when ``Wh`` holds an inf or a
-nan), with no gradient, then the other iterations as written::
+nan; ``0``: the operand that is zeros, so only the other one is checked), with
+no gradient, then the other iterations as written::
 
     r_first = r[:1]
     for t in r_first:
-        matmul_1 = matmul_zeros(h, Wh)
+        matmul_1 = matmul_zeros(h, Wh, 0)
         ...
     r_rest = r[1:]
     for t in r_rest:
@@ -65,8 +66,9 @@ def run(job, module) -> None:
             i += len(new)
 
 
-def _zero_products(block: list[ast.stmt], i: int) -> list[int]:
-    """Indices in the loop ``block[i]``'s body of the products of a zero state."""
+def _zero_products(block: list[ast.stmt], i: int) -> list[tuple[int, int]]:
+    """``(k, j)`` for each product of a zero state in the loop ``block[i]``'s
+    body: ``k`` its index there, ``j`` which of its operands is the zeros."""
     loop = block[i]
     if (
         "range" not in anno(loop)
@@ -80,12 +82,13 @@ def _zero_products(block: list[ast.stmt], i: int) -> list[int]:
     sites = []
     assigned: set[str] = {loop.target.id}
     for k, s in enumerate(loop.body):
-        operands = _matmul_operands(s)
-        if operands and any(
-            isinstance(o, ast.Name) and o.id in zeros and o.id not in assigned
-            for o in operands
-        ):
-            sites.append(k)
+        zero = [
+            j
+            for j, o in enumerate(_matmul_operands(s))
+            if isinstance(o, ast.Name) and o.id in zeros and o.id not in assigned
+        ]
+        if zero:
+            sites.append((k, zero[0]))
         for sub in ast.walk(s):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 assigned.add(sub.id)
@@ -135,7 +138,7 @@ def _matmul_operands(s: ast.stmt) -> list[ast.expr]:
     return []
 
 
-def _peel(loop: ast.For, sites: list[int], job, module, fn) -> list[ast.stmt]:
+def _peel(loop: ast.For, sites: list[tuple], job, module, fn) -> list[ast.stmt]:
     rng = anno(loop)["range"]
     first, rest = job.namer.fresh(f"{rng}_first"), job.namer.fresh(f"{rng}_rest")
     out = []
@@ -150,9 +153,11 @@ def _peel(loop: ast.For, sites: list[int], job, module, fn) -> list[ast.stmt]:
         anno(assign).update({k: v for k, v in anno(loop).items() if k == "origin"})
         out.append(assign)
     body = [_clone(s) for s in loop.body]
-    for k in sites:
+    for k, zero in sites:
         operands = _matmul_operands(body[k])
-        value = ast.Call(func=module.rule_ref(fn), args=operands, keywords=[])
+        value = ast.Call(
+            func=module.rule_ref(fn), args=[*operands, ast.Constant(zero)], keywords=[]
+        )
         anno(value)["call"] = CallInfo("rule", fn)
         body[k].value = ast.copy_location(value, body[k].value)
     peeled = ast.For(target=_clone(loop.target), iter=name(first), body=body, orelse=[])

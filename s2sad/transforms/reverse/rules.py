@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from s2sad.options import FOREIGN
+from s2sad.options import BUFFERED, FOREIGN, PLAIN
 from s2sad.runtime import indexing, registry
 from s2sad.transforms.astutil import anno, call, const, name
 from s2sad.transforms.inline import (
@@ -75,7 +75,7 @@ class RuleCalls:
             ):  # only this cotangent is needed: skip the others' work
                 self._apply_partial(partial, wanted[0], gx, ans, args, kwargs, out)
                 return
-        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs)
+        exprs = instantiate(rule.adjoint, gx, ans, args, kwargs, self.kernels(x))
         if self.fc.module.options.buffers == FOREIGN and bool_arithmetic(exprs):
             exprs = None  # g * (x > 0): called by name (Array API: no bool products)
         definite = set(range(len(args)))
@@ -113,6 +113,16 @@ class RuleCalls:
                     self._accumulate_rule(rule, args, i, e, out, i in definite)
         for e, is_definite, i in merged.values():
             self._accumulate_rule(rule, args, i, e, out, is_definite)
+
+    def kernels(self, x: str) -> bool:
+        """Whether rules may be written as their fused kernels (runtime/fused.py):
+        NumPy array code (not scalar code, not another library's arrays)."""
+        options = self.fc.module.options
+        return (
+            options.optimize
+            and options.buffers in (BUFFERED, PLAIN)
+            and x not in self.numbers
+        )
 
     def indexed_sum(self, gx: str, contribution: ast.expr) -> ast.expr | None:
         """``add_at_index(g_x, g, x, idx)`` for ``g_x + d_getitem(g, ans, x, idx)[0]``:

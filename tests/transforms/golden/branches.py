@@ -4,6 +4,7 @@
 import tests.corpus.cases_basic as cases_basic
 import numpy as np
 from s2sad.runtime.support import NO_WORKSPACE, finalize, globals_changed, unbroadcast
+from s2sad.runtime.fused import sin_grad
 from s2sad.runtime.reductions import d_sum
 
 
@@ -30,7 +31,7 @@ def if_elif_else_value_and_grad(x, g_out=1.0, ws=NO_WORKSPACE):
         g_y = None
     elif cond_1:
         # grad of: y = np.sin(x)
-        g_x = g_y * np.cos(x)
+        g_x = sin_grad(g_y, x)
         g_y = None
     else:
         # grad of: y = x * x

@@ -13,6 +13,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.reductions import d_sum
 
@@ -77,7 +78,7 @@ def cell_backward(g_out, saved, ws=NO_WORKSPACE):
     ws = ws.enter("cell_backward", (g_out, saved))
     W, h, matmul, out, x = saved
     # grad of: return np.tanh(W @ h + x)
-    g_add = g_out * (1.0 - out * out)
+    g_add = tanh_grad(g_out, out, out=ws.take("g_add"))
     g_matmul = unbroadcast(g_add, matmul, out=ws.take("g_matmul"))
     g_x = unbroadcast(g_add, x, out=ws.take("g_x"))
     g_W, g_h = d_matmul(g_matmul, matmul, W, h, into=(ws.take("g_W"), ws.take("g_h")))

@@ -11,6 +11,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul_lhs
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.reductions import d_sum
 
@@ -27,9 +28,7 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     out = tanh.sum()
     # grad of: return np.sum(np.tanh(params["W"] @ x + params["b"]))
     g_tanh = d_sum(g_out, out, tanh)[0]
-    mul = np.multiply(tanh, tanh, out=ws["mul"])
-    sub = np.subtract(1.0, mul, out=ws["sub"])
-    g_add = np.multiply(g_tanh, sub, out=ws["g_add"])
+    g_add = tanh_grad(g_tanh, tanh, out=ws["g_add"])
     g_matmul = unbroadcast(g_add, matmul, out=ws["g_matmul"])
     g_params_item_1 = unbroadcast(g_add, params_item_1, out=ws["g_params_item_1"])
     g_params = d_getitem(
@@ -45,10 +44,5 @@ def dict_params_value_and_grad(params, x, g_out=1.0, ws=NO_WORKSPACE):
     return (out, (finalize(g_params, params, ws.result(0)),))
 
 
-dict_params_value_and_grad.buffer_shares = {
-    "sub": "mul",
-    "g_add": "sub",
-    "add": "matmul",
-    "tanh": "add",
-}
+dict_params_value_and_grad.buffer_shares = {"add": "matmul", "tanh": "add"}
 dict_params_value_and_grad.buffer_results = {"g_params": 0, "g_params.2": 0}

@@ -11,6 +11,7 @@ from s2sad.runtime.support import (
     unbroadcast,
 )
 from s2sad.runtime.contractions import d_matmul
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import add_at_index, d_getitem
 from s2sad.runtime.reductions import d_sum
 
@@ -49,7 +50,7 @@ def rnn_loop_value_and_grad(xs, W, h0, g_out=1.0, ws=NO_WORKSPACE):
         # grad of: h = np.tanh(W @ h + xs[t])
         g_add = None
         if g_h is not None:
-            g_add = np.multiply(g_h, 1.0 - h * h, out=ws.take("g_add"))
+            g_add = tanh_grad(g_h, h, out=ws.take("g_add"))
         g_h = None
         h = tape.pop()
         g_matmul = None

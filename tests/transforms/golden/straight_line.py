@@ -5,6 +5,7 @@ import tests.corpus.cases_basic as cases_basic
 import numpy as np
 from s2sad.runtime.support import NO_WORKSPACE, finalize, globals_changed
 from s2sad.runtime.contractions import d_matmul_lhs
+from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.reductions import d_sum
 
 
@@ -17,16 +18,10 @@ def matmul_op_value_and_grad(W, x, g_out=1.0, ws=NO_WORKSPACE):
     out = tanh.sum()
     # grad of: return np.sum(np.tanh(W @ x))
     g_tanh = d_sum(g_out, out, tanh)[0]
-    mul = np.multiply(tanh, tanh, out=ws["mul"])
-    sub = np.subtract(1.0, mul, out=ws["sub"])
-    g_matmul = np.multiply(g_tanh, sub, out=ws["g_matmul"])
+    g_matmul = tanh_grad(g_tanh, tanh, out=ws["g_matmul"])
     g_W = d_matmul_lhs(g_matmul, matmul, W, x, into=(ws["g_W"],))[0]
     return (out, (finalize(g_W, W, ws.result(0)),))
 
 
-matmul_op_value_and_grad.buffer_shares = {
-    "sub": "mul",
-    "g_matmul": "sub",
-    "tanh": "matmul",
-}
+matmul_op_value_and_grad.buffer_shares = {"tanh": "matmul"}
 matmul_op_value_and_grad.buffer_results = {"g_W": 0}
