@@ -222,6 +222,14 @@ def attribute_alias(attr_name: str, function: Any) -> None:
 def lookup(fn: Any) -> Rule | None:
     """The rule registered for ``fn``, or None."""
     ensure_loaded()
+    return registered(fn)
+
+
+def registered(fn: Any) -> Rule | None:
+    """The rule registered for ``fn`` so far, without importing the rule
+    modules: for a rule module that declares, while it is imported, something
+    about a rule it registered itself (importing all of them from there would
+    import it again, half done)."""
     try:
         return _RULES.get(key_of(fn))
     except TypeError:

@@ -180,7 +180,7 @@ def tangent(*primals: Any, argnum: int = 0, container: bool = False) -> Callable
 
 
 def _adjoint_of(primal: Any) -> Callable:
-    rule = registry.lookup(primal)
+    rule = registry.registered(primal)  # (its module registered it just before)
     if rule is None or rule.adjoint is None:
         raise registry_error(primal)
     return rule.adjoint
