@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime import steps as _steps
-from s2sad.runtime.refcounts import exclusive
+from s2sad.runtime.refcounts import _refcounts_are_reliable, exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
@@ -171,24 +171,36 @@ _kept = threading.local()
 SCRATCH = 8
 
 
+def _refs_in(kept: list) -> int:
+    for a in kept:  # (the same references as in _scratch's loop)
+        return sys.getrefcount(a)
+    return 0
+
+
+#: reference count, seen from ``_scratch``, of a kept array nobody else holds
+#: (-1 where counts are unreliable: free-threaded builds; then none is reused)
+_FREE = _refs_in([np.empty(1)]) if _refcounts_are_reliable() else -1
+
+
 def _scratch(shape: tuple, dtype: Any) -> np.ndarray:
     """An uninitialised array of ``shape`` and ``dtype``: one kept from an
-    earlier call of this thread that nothing refers to any more (its reference
-    count is that of the list keeping it), else a new one, kept.  A large
-    array allocated and freed every call costs page faults (the allocator
-    hands its memory back to the system); a gradient function's workspace
-    cannot hold the arrays of a ``StepProducts`` (no array is its result)."""
+    earlier call of this thread that nothing refers to any more (no name,
+    view or container: its reference count is that of the list keeping it),
+    else a new one, kept.  A large array allocated and freed every call costs
+    page faults (the allocator hands its memory back to the system); a
+    gradient function's workspace cannot hold the arrays of a
+    ``StepProducts`` (no site's result is an array)."""
     kept = getattr(_kept, "arrays", None)
     if kept is None:
         kept = _kept.arrays = []
     for a in kept:
-        # references: the list, this loop's name, getrefcount's argument
-        if a.shape == shape and a.dtype == dtype and sys.getrefcount(a) <= 3:
+        if a.shape == shape and a.dtype == dtype and sys.getrefcount(a) <= _FREE:
             return a
     a = np.empty(shape, dtype)
-    kept.append(a)
-    if len(kept) > SCRATCH:
-        del kept[0]
+    if _FREE > 0:
+        kept.append(a)
+        if len(kept) > SCRATCH:
+            del kept[0]
     return a
 
 
@@ -202,13 +214,14 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
         and w.ndim == 2
         and x.dtype == w.dtype
         and x.dtype.kind == "f"
-        and 0 <= axis < x.ndim - 1
     ):
         return None
     if tiles is not None:
         x = _steps._tiled(x, axis, steps, tiles)  # step t: index t along axis
         if x is None:
             return None
+    if not 0 <= axis < x.ndim - 1:
+        return None
     m = _steps._reach(steps, x.shape[axis])
     if m == 0 or x.shape[-1] != w.shape[0]:
         return None
