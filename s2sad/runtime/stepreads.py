@@ -166,9 +166,12 @@ class StepProducts:
         self.rows = rows
 
 
-#: arrays ``_scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each)
+#: arrays ``_scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
+#: of at most ``SCRATCH_BYTES`` each: a larger one is allocated every call, its
+#: page faults small beside the work on it, and not held between calls)
 _kept = threading.local()
 SCRATCH = 8
+SCRATCH_BYTES = 4 << 20
 
 
 def _refs_in(kept: list) -> int:
@@ -197,7 +200,7 @@ def _scratch(shape: tuple, dtype: Any) -> np.ndarray:
         if a.shape == shape and a.dtype == dtype and sys.getrefcount(a) <= _FREE:
             return a
     a = np.empty(shape, dtype)
-    if _FREE > 0:
+    if _FREE > 0 and a.nbytes <= SCRATCH_BYTES:
         kept.append(a)
         if len(kept) > SCRATCH:
             del kept[0]
@@ -225,15 +228,15 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
     m = _steps._reach(steps, x.shape[axis])
     if m == 0 or x.shape[-1] != w.shape[0]:
         return None
-    if x.size // (x.shape[axis] * x.shape[-1]) * w.shape[1] > TIME_MAJOR_ENTRIES:
+    if x.size // max(x.shape[axis] * x.shape[-1], 1) * w.shape[1] > TIME_MAJOR_ENTRIES:
         return None  # a large step's own product is as fast
     cut = np.moveaxis(x[_index(axis, slice(0, m))], axis, 0)
     if cut.flags.c_contiguous:
-        rows = cut.reshape(-1, x.shape[-1])
+        rows = _steps._matrix(cut)
     else:  # the one copy
         rows = _scratch(cut.shape, x.dtype)
         np.copyto(rows, cut)
-        rows = rows.reshape(-1, x.shape[-1])
+        rows = _steps._matrix(rows)
     prod = _scratch((rows.shape[0], w.shape[1]), x.dtype)
     np.matmul(rows, w, out=prod)
     return StepProducts(prod.reshape(cut.shape[:-1] + (w.shape[1],)), rows)
@@ -458,16 +461,16 @@ def stacked_product(stack: Any, prod: Any) -> Any:
     total = stack.rest
     if stack.seen:
         rows, g = prod.rows, stack.g
-        per = rows.shape[0] // g.shape[0]  # rows of one step
+        per = rows.shape[0] // max(g.shape[0], 1)  # rows of one step
         lo, hi = min(stack.seen), max(stack.seen) + 1
         if 2 * len(stack.seen) >= hi - lo:
             for j in set(range(lo, hi)).difference(stack.seen):
                 g[j] = 0
-            flat = g[lo:hi].reshape(-1, g.shape[-1])
+            flat = _steps._matrix(g[lo:hi])
             total = add(total, np.matmul(rows[lo * per : hi * per].T, flat))
         else:
             for j in sorted(stack.seen):
-                part = np.matmul(rows[j * per : (j + 1) * per].T, g[j].reshape(per, -1))
+                part = np.matmul(rows[j * per : (j + 1) * per].T, _steps._matrix(g[j]))
                 total = add(total, part)
     return total
 

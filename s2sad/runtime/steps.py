@@ -30,6 +30,7 @@ product is computed as written and stacked, the same values.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -66,6 +67,13 @@ def _parts(x: Any, w: Any, axis: int, steps: Any) -> tuple:
     return x, m, np.ndim(w) == 2 and axis < x.ndim - 1
 
 
+def _matrix(a: np.ndarray) -> np.ndarray:
+    """``a``'s rows as a matrix (``reshape(-1, n)`` fails on ``n == 0``)."""
+    return a.reshape(
+        a.size // a.shape[-1] if a.shape[-1] else math.prod(a.shape[:-1]), a.shape[-1]
+    )
+
+
 def _buffer(out: Any, shape: tuple, dtype: Any) -> np.ndarray | None:
     if (
         type(out) is np.ndarray
@@ -99,10 +107,10 @@ def stepwise_matmul(
         shape = x.shape[:-1] + (np.shape(w)[-1],)
         buf = _buffer(out, shape, np.result_type(x, w))
         if x.flags.c_contiguous:  # one product over the rows of every step
-            rows = x.reshape(-1, x.shape[-1])
+            rows = _matrix(x)
             if buf is None:
                 return np.matmul(rows, w).reshape(shape)
-            np.matmul(rows, w, out=buf.reshape(-1, shape[-1]))
+            np.matmul(rows, w, out=_matrix(buf))
             return buf
         return np.matmul(x, w) if buf is None else np.matmul(x, w, out=buf)
     return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)], axis=axis)
@@ -124,7 +132,7 @@ def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple, into) ->
         if need[1]:
             buf = into_buffer(into, 0, np.shape(w), np.result_type(x, g))
             if x.flags.c_contiguous and g.flags.c_contiguous:
-                rows, grows = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+                rows, grows = _matrix(x), _matrix(g)
                 gw = np.matmul(rows.T, grows, out=buf)
             else:
                 gw = np.tensordot(x, g, axes=(list(range(x.ndim - 1)),) * 2)

@@ -235,3 +235,17 @@ def test_scratch_arrays_not_reused_while_held(monkeypatch):
     second = stepreads.stepwise_ahead(x * 2.0, w, 1, range(4))
     np.testing.assert_array_equal(step, keep)
     np.testing.assert_allclose(second.prod[2], 2.0 * keep)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4, 0), (0, 5)), ((0, 4, 2), (2, 5))])
+def test_empty_steps(shapes, monkeypatch):
+    """Steps with no rows or no columns: products and cotangents of zeros."""
+    monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40)
+    x, w = np.ones(shapes[0]), np.ones(shapes[1])
+    prod = stepreads.stepwise_ahead(x, w, 1, range(4))
+    stack = None
+    for t in (3, 0):
+        step = stepreads.step_product(prod, x, w, 1, t)
+        np.testing.assert_array_equal(step, x[:, t] @ w)
+        stack = stepreads.stack_step(stack, np.ones(step.shape), prod, x, w, 1, t)
+    np.testing.assert_array_equal(stepreads.stacked_product(stack, prod), 0 * w)
