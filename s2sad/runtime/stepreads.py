@@ -230,7 +230,10 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
         return None
     if x.size // max(x.shape[axis] * x.shape[-1], 1) * w.shape[1] > TIME_MAJOR_ENTRIES:
         return None  # a large step's own product is as fast
-    cut = np.moveaxis(x[_index(axis, slice(0, m))], axis, 0)
+    cut = x if m == x.shape[axis] else x[_index(axis, slice(0, m))]
+    if axis:  # (np.moveaxis, without its checks)
+        order = (axis, *range(axis), *range(axis + 1, x.ndim))
+        cut = cut.transpose(order)
     if cut.flags.c_contiguous:
         rows = _steps._matrix(cut)
     else:  # the one copy
@@ -393,16 +396,17 @@ class StepStack:
     """The backward sweep's cotangents of a loop's ``step_product`` for
     ``w``, held (``stack_step``) until one product after the loop sums them
     (``stacked_product``): ``g[j]`` is step ``j``'s cotangent of the product
-    (time-major, as ``StepProducts.prod``), ``seen`` the steps written, in
-    order, and ``rest`` the sum of the cotangents of any step that could not
-    be stacked (another shape or dtype), computed one step at a time."""
+    (time-major, as ``StepProducts.prod``), ``filled[j]`` whether it was
+    written, ``count`` how many were and ``lo``, ``hi`` the first and one
+    past the last; ``rest`` the sum of the cotangents of any step that could
+    not be stacked (another shape or dtype), computed one step at a time."""
 
-    __slots__ = ("g", "mine", "rest", "seen")
+    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest")
 
     def __init__(self) -> None:
-        self.g = None
-        self.seen: list[int] = []
-        self.rest = None
+        self.g = self.filled = self.rest = None
+        self.count = self.hi = 0
+        self.lo = -1
         self.mine = False  # whether ``rest`` is an array of the stack's own
 
 
@@ -423,16 +427,23 @@ def stack_step(
     if type(prod) is StepProducts and type(g) is np.ndarray:
         slabs = prod.prod
         if g.shape == slabs.shape[1:] and g.dtype == slabs.dtype:
-            j = operator.index(t)
+            j = t if type(t) is int else operator.index(t)
             if j < 0:
-                j += slabs.shape[0]
-            if stack.g is None:
-                stack.g = _scratch(slabs.shape, slabs.dtype)
-            if j in stack.seen:  # (a step visited twice: its cotangents add)
-                np.add(stack.g[j], g, out=stack.g[j])
-            else:
-                stack.g[j] = g
-                stack.seen.append(j)
+                j += len(slabs)
+            buf = stack.g
+            if buf is None:
+                buf = stack.g = _scratch(slabs.shape, slabs.dtype)
+                stack.filled = [False] * len(slabs)
+            if stack.filled[j]:  # (a step visited twice: its cotangents add)
+                np.add(buf[j], g, out=buf[j])
+                return stack
+            buf[j] = g
+            stack.filled[j] = True
+            stack.count += 1
+            if stack.lo < 0 or j < stack.lo:
+                stack.lo = j
+            if j >= stack.hi:
+                stack.hi = j + 1
             return stack
     part = d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
     rest = stack.rest
@@ -459,19 +470,23 @@ def stacked_product(stack: Any, prod: Any) -> Any:
     if stack is None:
         return None
     total = stack.rest
-    if stack.seen:
-        rows, g = prod.rows, stack.g
-        per = rows.shape[0] // max(g.shape[0], 1)  # rows of one step
-        lo, hi = min(stack.seen), max(stack.seen) + 1
-        if 2 * len(stack.seen) >= hi - lo:
-            for j in set(range(lo, hi)).difference(stack.seen):
-                g[j] = 0
+    if stack.count:
+        rows, g, lo, hi = prod.rows, stack.g, stack.lo, stack.hi
+        per = rows.shape[0] // max(len(g), 1)  # rows of one step
+        if 2 * stack.count >= hi - lo:
+            if stack.count < hi - lo:
+                for j in range(lo, hi):
+                    if not stack.filled[j]:
+                        g[j] = 0
             flat = _steps._matrix(g[lo:hi])
             total = add(total, np.matmul(rows[lo * per : hi * per].T, flat))
         else:
-            for j in sorted(stack.seen):
-                part = np.matmul(rows[j * per : (j + 1) * per].T, _steps._matrix(g[j]))
-                total = add(total, part)
+            for j in range(lo, hi):
+                if stack.filled[j]:
+                    part = np.matmul(
+                        rows[j * per : (j + 1) * per].T, _steps._matrix(g[j])
+                    )
+                    total = add(total, part)
     return total
 
 
