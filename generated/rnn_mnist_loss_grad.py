@@ -249,6 +249,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 1,
                 t,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                out=ws.take("g_params_item_1_steps"),
             )
         g_matmul = None
         matmul = tape.pop()
@@ -299,6 +300,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
                 1,
                 t,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+                out=ws.take("g_params_item_1_steps_1"),
             )
         g_matmul = None
         matmul = tape.pop()

@@ -36,7 +36,7 @@ import numpy as np
 from s2sad.runtime import steps as _steps
 from s2sad.runtime.refcounts import _refcounts_are_reliable, exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
-from s2sad.runtime.support import add, unbroadcast
+from s2sad.runtime.support import accumulate, add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
 from s2sad.runtime.workspace import owned
 
@@ -228,8 +228,6 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
     m = _steps._reach(steps, x.shape[axis])
     if m == 0 or x.shape[-1] != w.shape[0]:
         return None
-    if x.size // max(x.shape[axis] * x.shape[-1], 1) * w.shape[1] > TIME_MAJOR_ENTRIES:
-        return None  # a large step's own product is as fast
     cut = x if m == x.shape[axis] else x[_index(axis, slice(0, m))]
     if axis:  # (np.moveaxis, without its checks)
         order = (axis, *range(axis), *range(axis + 1, x.ndim))
@@ -265,9 +263,6 @@ def stepwise_ahead(
     read strided for 200 steps of (32, 16) @ (16, 8), 0.89x with OpenBLAS's
     own kernels, 0.97x for 50 steps of (32, 64) @ (64, 64), 0.99x for 20 of
     (64, 64) @ (64, 64)."""
-    ahead = _time_major(x, w, axis, steps, tiles)
-    if ahead is not None:
-        return ahead
     if type(x) is not np.ndarray or np.ndim(w) != 2:
         return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
     if tiles is None:
@@ -279,7 +274,12 @@ def stepwise_ahead(
         rows = x.size // max(x.shape[axis] * x.shape[-1], 1) * (bounds[3] - bounds[1])
         if axis == x.ndim - 1:
             rows = x.size // max(x.shape[-1], 1)
-    if rows * np.shape(w)[-1] > AHEAD_ENTRIES:
+    entries = rows * np.shape(w)[-1]  # of one step's product
+    if entries <= TIME_MAJOR_ENTRIES:
+        ahead = _time_major(x, w, axis, steps, tiles)
+        if ahead is not None:
+            return ahead
+    if entries > AHEAD_ENTRIES:
         return None
     return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
 
@@ -411,22 +411,32 @@ class StepStack:
 
 
 def stack_step(
-    stack: Any, g: Any, prod: Any, x: Any, w: Any, axis: int, t: Any, tiles=None
-):
+    stack: Any,
+    g: Any,
+    prod: Any,
+    x: Any,
+    w: Any,
+    axis: int,
+    t: Any,
+    tiles: Any = None,
+    out: Any = None,
+) -> Any:
     """One step of a loop's sum of ``d_step_product_rhs(g, None, prod, x, w,
     axis, t, tiles)[0]`` (the ``loopsums`` pass): ``stacked_product(stack,
     prod)`` after the loop is that sum.  Where ``prod`` is a ``StepProducts``
     and ``g`` an array of one step's product's shape and dtype, ``g`` is
-    copied into the stack's slab for step ``t`` (a contiguous slab: no
-    product a step); any other step's cotangent is computed at once and
-    added to the stack's ``rest``."""
-    if stack is None:
-        stack = StepStack()
+    copied into a ``StepStack``'s slab for step ``t`` (a contiguous slab: no
+    product a step).  Else the step's cotangent is computed at once and
+    added: to the stack's ``rest``, or, while there is no stack (``prod`` is
+    None: each step's own product), to the sum itself, an array (``out``: a
+    workspace buffer for it, as ``accumulate``'s)."""
     if g is None:
         return stack
     if type(prod) is StepProducts and type(g) is np.ndarray:
         slabs = prod.prod
         if g.shape == slabs.shape[1:] and g.dtype == slabs.dtype:
+            if type(stack) is not StepStack:
+                stack = _stack_of(stack)
             j = t if type(t) is int else operator.index(t)
             if j < 0:
                 j += len(slabs)
@@ -445,6 +455,8 @@ def stack_step(
             if j >= stack.hi:
                 stack.hi = j + 1
             return stack
+    if type(stack) is not StepStack:  # no stack: the sum itself
+        return _summed_step(stack, g, prod, x, w, axis, t, tiles, out)
     part = d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
     rest = stack.rest
     if (
@@ -462,13 +474,52 @@ def stack_step(
     return stack
 
 
+def _summed_step(total, g, prod, x, w, axis, t, tiles, out) -> Any:
+    """``total`` plus step ``t``'s cotangent for ``w``, ``x_t.T @ g`` (into
+    ``out`` where it fits: a workspace buffer nothing else refers to)."""
+    if (  # the common case: matrices of one float dtype
+        type(g) is np.ndarray
+        and type(x) is np.ndarray
+        and type(w) is np.ndarray
+        and g.ndim == 2
+        and w.ndim == 2
+        and g.dtype == w.dtype == x.dtype
+        and g.dtype.kind == "f"
+    ):
+        xt = _step_of(x, axis, t, tiles)
+        if xt.ndim == 2:
+            fits = (
+                type(out) is np.ndarray
+                and out.shape == w.shape
+                and out.dtype == g.dtype
+                and out.flags.writeable
+                and out is not total
+            )
+            if total is None:
+                return np.matmul(xt.T, g, out=out if fits else None)
+            if type(total) is np.ndarray and total.shape == w.shape:
+                part = np.matmul(xt.T, g)
+                if fits and total.dtype == g.dtype:
+                    return np.add(total, part, out=out)
+                return np.add(total, part)
+    part = d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
+    return accumulate(total, part, out=out)
+
+
+def _stack_of(total: Any) -> StepStack:
+    """A new stack, with the sum of earlier steps (None: none) as its rest."""
+    stack = StepStack()
+    stack.rest = total
+    return stack
+
+
 def stacked_product(stack: Any, prod: Any) -> Any:
     """The sum of the cotangents ``stack_step`` took: ``rows.T @ g`` over the
     stacked steps, one product (the steps the loop did not visit between the
     first and last it did are zeros in it, when they are at most as many as
     those it visited; else one product a visited step), plus the ``rest``."""
-    if stack is None:
-        return None
+    if type(stack) is not StepStack:  # the sum itself (or None: no step)
+        return stack
     total = stack.rest
     if stack.count:
         rows, g, lo, hi = prod.rows, stack.g, stack.lo, stack.hi

@@ -136,6 +136,9 @@ def test_emitted_form():
     # ... continue one stack: one product after both
     assert "g_Wx_steps_1 = g_Wx_steps\n" in src
     assert src.count("stacked_product(") == 1
+    # where the steps are not stacked (each step's own product) the sum is an
+    # array: a workspace buffer for it
+    assert 'out=ws.take("g_Wx_steps")' in src
     assert "g_Wx = accumulate(g_Wx, stacked_product(g_Wx_steps_1, xs_at_Wx))" in src
     # the plain module that hvp differentiates keeps one product a step
     plain = s2sad.value_and_grad(fn, argnums=argnums, optimize=False)
@@ -249,3 +252,27 @@ def test_empty_steps(shapes, monkeypatch):
         np.testing.assert_array_equal(step, x[:, t] @ w)
         stack = stepreads.stack_step(stack, np.ones(step.shape), prod, x, w, 1, t)
     np.testing.assert_array_equal(stepreads.stacked_product(stack, prod), 0 * w)
+
+
+def test_sum_without_stack_into_buffer():
+    """No StepProducts: the sum itself, into ``out`` (never into the sum of
+    the earlier steps, which another name may hold), else a new array."""
+    rand = seeded_rand(10)
+    x, w = rand(3, 4, 2), rand(2, 5)
+    gs = [rand(3, 5) for _ in range(3)]
+    out = np.empty((2, 5))
+    first = stepreads.stack_step(None, gs[0], None, x, w, 1, 0, out=out)
+    assert first is out
+    kept = first.copy()
+    out2 = np.empty((2, 5))
+    second = stepreads.stack_step(first, gs[1], None, x, w, 1, 1, out=out2)
+    assert second is out2
+    np.testing.assert_array_equal(first, kept)
+    third = stepreads.stack_step(second, gs[2], None, x, w, 1, 2, out=second)
+    assert third is not second  # (out is the sum itself: not used)
+    want = sum(x[:, t].T @ gs[t] for t in range(3))
+    np.testing.assert_allclose(stepreads.stacked_product(third, None), want)
+    # float32 steps into a float64 sum, a buffer of another dtype: no cast
+    g32 = gs[0].astype(np.float32)
+    got = stepreads.stack_step(None, g32, None, x, w, 1, 0, out=np.empty((2, 5)))
+    np.testing.assert_allclose(got, x[:, 0].T @ g32, rtol=1e-6)
