@@ -15,14 +15,9 @@ from s2sad.runtime.support import (
 from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.stepreads import (
-    stack_step,
-    stacked_product,
-    step_product,
-    stepwise_ahead,
-    sum_steps,
-)
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
+from s2sad.runtime.stepstacks import stack_step, stacked_product
 from rnn_mnist import logits
 
 

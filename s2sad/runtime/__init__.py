@@ -34,6 +34,7 @@ RULE_MODULES = (
     "statistics",
     "steps",
     "stepreads",
+    "stepstacks",
 )
 
 #: rule modules for optional libraries: (module, the library it needs), loaded

@@ -16,8 +16,8 @@ step's own product.  Its rules differentiate it as ``x``'s step times ``w``,
 one step at a time: the backward sweep never builds a cotangent of the
 stacked product.  For ``w`` it runs one ``x_t.T @ g`` a step, or, in buffered
 code (the ``loopsums`` pass), stacks the steps' ``g`` time-major
-(``stack_step``) and runs one ``rows.T @ stack`` after the loop
-(``stacked_product``).
+(``stepstacks.stack_step``) and runs one ``rows.T @ stack`` after the loop
+(``stepstacks.stacked_product``).
 
 ``sum_steps`` is the ``loopsums`` pass's helper (``transforms/reverse/
 loopsums.py``): a loop-invariant operand's cotangent summed down once after
@@ -36,7 +36,7 @@ import numpy as np
 from s2sad.runtime import steps as _steps
 from s2sad.runtime.refcounts import _refcounts_are_reliable, exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
-from s2sad.runtime.support import accumulate, add, unbroadcast
+from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
 from s2sad.runtime.workspace import owned
 
@@ -143,9 +143,10 @@ AHEAD_ENTRIES = 2048
 #: 0.55x (float32) and 0.57x (float64); 50 of (32, 64) @ (64, 64) 0.73x and
 #: 0.78x; 20 of (64, 64) @ (64, 64) 0.89x and 0.96x; 10 of (100, 128) @
 #: (128, 64) 0.98x; rnn_mnist's 4 of (100, 196) @ (196, 64) 1.01x, and its
-#: whole gradient 1.00-1.03x (the copy of ``x`` and of the cotangents costs
-#: what the fewer, larger products save); 8 of (256, 128) @ (128, 128)
-#: 0.96-1.04x.
+#: whole gradient 1.01-1.02x (auto kernels 1.02-1.05x) the time with one
+#: product a step (the copies of ``x`` and of the cotangents, and the helpers'
+#: Python, cost what the fewer, larger products save); 8 of (256, 128) @
+#: (128, 128) 0.96-1.04x.
 TIME_MAJOR_ENTRIES = 4096
 
 
@@ -387,159 +388,3 @@ def jvp_step_product_w(t_w, ans, prod, x, w, axis, t, tiles=None, out=None):
 linear(d_step_product_lhs, slots=(0, 4), container=True)
 linear(d_step_product_rhs, slots=(0, 3), container=True)
 adjoint_of_multilinear(d_step_product, slots=(0, 3, 4))
-
-
-# ================================================================ w's cotangent of many steps, stacked
-
-
-class StepStack:
-    """The backward sweep's cotangents of a loop's ``step_product`` for
-    ``w``, held (``stack_step``) until one product after the loop sums them
-    (``stacked_product``): ``g[j]`` is step ``j``'s cotangent of the product
-    (time-major, as ``StepProducts.prod``), ``filled[j]`` whether it was
-    written, ``count`` how many were and ``lo``, ``hi`` the first and one
-    past the last; ``rest`` the sum of the cotangents of any step that could
-    not be stacked (another shape or dtype), computed one step at a time."""
-
-    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest")
-
-    def __init__(self) -> None:
-        self.g = self.filled = self.rest = None
-        self.count = self.hi = 0
-        self.lo = -1
-        self.mine = False  # whether ``rest`` is an array of the stack's own
-
-
-def stack_step(
-    stack: Any,
-    g: Any,
-    prod: Any,
-    x: Any,
-    w: Any,
-    axis: int,
-    t: Any,
-    tiles: Any = None,
-    out: Any = None,
-) -> Any:
-    """One step of a loop's sum of ``d_step_product_rhs(g, None, prod, x, w,
-    axis, t, tiles)[0]`` (the ``loopsums`` pass): ``stacked_product(stack,
-    prod)`` after the loop is that sum.  Where ``prod`` is a ``StepProducts``
-    and ``g`` an array of one step's product's shape and dtype, ``g`` is
-    copied into a ``StepStack``'s slab for step ``t`` (a contiguous slab: no
-    product a step).  Else the step's cotangent is computed at once and
-    added: to the stack's ``rest``, or, while there is no stack (``prod`` is
-    None: each step's own product), to the sum itself, an array (``out``: a
-    workspace buffer for it, as ``accumulate``'s)."""
-    if g is None:
-        return stack
-    if type(prod) is StepProducts and type(g) is np.ndarray:
-        slabs = prod.prod
-        if g.shape == slabs.shape[1:] and g.dtype == slabs.dtype:
-            if type(stack) is not StepStack:
-                stack = _stack_of(stack)
-            j = t if type(t) is int else operator.index(t)
-            if j < 0:
-                j += len(slabs)
-            buf = stack.g
-            if buf is None:
-                buf = stack.g = _scratch(slabs.shape, slabs.dtype)
-                stack.filled = [False] * len(slabs)
-            if stack.filled[j]:  # (a step visited twice: its cotangents add)
-                np.add(buf[j], g, out=buf[j])
-                return stack
-            buf[j] = g
-            stack.filled[j] = True
-            stack.count += 1
-            if stack.lo < 0 or j < stack.lo:
-                stack.lo = j
-            if j >= stack.hi:
-                stack.hi = j + 1
-            return stack
-    if type(stack) is not StepStack:  # no stack: the sum itself
-        return _summed_step(stack, g, prod, x, w, axis, t, tiles, out)
-    part = d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
-    rest = stack.rest
-    if (
-        stack.mine
-        and type(part) is np.ndarray
-        and part.shape == rest.shape
-        and part.dtype == rest.dtype
-    ):
-        np.add(rest, part, out=rest)
-    elif rest is None:
-        stack.rest = part
-    else:
-        stack.rest = add(rest, part)
-        stack.mine = type(stack.rest) is np.ndarray
-    return stack
-
-
-def _summed_step(total, g, prod, x, w, axis, t, tiles, out) -> Any:
-    """``total`` plus step ``t``'s cotangent for ``w``, ``x_t.T @ g`` (into
-    ``out`` where it fits: a workspace buffer nothing else refers to)."""
-    if (  # the common case: matrices of one float dtype
-        type(g) is np.ndarray
-        and type(x) is np.ndarray
-        and type(w) is np.ndarray
-        and g.ndim == 2
-        and w.ndim == 2
-        and g.dtype == w.dtype == x.dtype
-        and g.dtype.kind == "f"
-    ):
-        xt = _step_of(x, axis, t, tiles)
-        if xt.ndim == 2:
-            fits = (
-                type(out) is np.ndarray
-                and out.shape == w.shape
-                and out.dtype == g.dtype
-                and out.flags.writeable
-                and out is not total
-            )
-            if total is None:
-                return np.matmul(xt.T, g, out=out if fits else None)
-            if type(total) is np.ndarray and total.shape == w.shape:
-                part = np.matmul(xt.T, g)
-                if fits and total.dtype == g.dtype:
-                    return np.add(total, part, out=out)
-                return np.add(total, part)
-    part = d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
-    return accumulate(total, part, out=out)
-
-
-def _stack_of(total: Any) -> StepStack:
-    """A new stack, with the sum of earlier steps (None: none) as its rest."""
-    stack = StepStack()
-    stack.rest = total
-    return stack
-
-
-def stacked_product(stack: Any, prod: Any) -> Any:
-    """The sum of the cotangents ``stack_step`` took: ``rows.T @ g`` over the
-    stacked steps, one product (the steps the loop did not visit between the
-    first and last it did are zeros in it, when they are at most as many as
-    those it visited; else one product a visited step), plus the ``rest``."""
-    if type(stack) is not StepStack:  # the sum itself (or None: no step)
-        return stack
-    total = stack.rest
-    if stack.count:
-        rows, g, lo, hi = prod.rows, stack.g, stack.lo, stack.hi
-        per = rows.shape[0] // max(len(g), 1)  # rows of one step
-        if 2 * stack.count >= hi - lo:
-            if stack.count < hi - lo:
-                for j in range(lo, hi):
-                    if not stack.filled[j]:
-                        g[j] = 0
-            flat = _steps._matrix(g[lo:hi])
-            total = add(total, np.matmul(rows[lo * per : hi * per].T, flat))
-        else:
-            for j in range(lo, hi):
-                if stack.filled[j]:
-                    part = np.matmul(
-                        rows[j * per : (j + 1) * per].T, _steps._matrix(g[j])
-                    )
-                    total = add(total, part)
-    return total
-
-
-nondifferentiable(stack_step)
-nondifferentiable(stacked_product)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import stepreads
+from s2sad.runtime import stepreads, stepstacks
 from tests.repeated import buffer_everything, check_repeated_calls, seeded_rand
 
 __all__ = ["buffer_everything"]
@@ -211,20 +211,20 @@ def test_stacked_product_runtime(order, monkeypatch):
             stepreads.step_product(prod, x, w, 1, t), x[:, t] @ w
         )
         g = rand(3, 2, 5)
-        stack = stepreads.stack_step(stack, g, prod, x, w, 1, t)
+        stack = stepstacks.stack_step(stack, g, prod, x, w, 1, t)
         want += _per_step(g, x, 1, t)
     odd = rand(3, 2, 5).astype(np.float32)  # another dtype: at once
-    stack = stepreads.stack_step(stack, odd, prod, x, w, 1, 4)
+    stack = stepstacks.stack_step(stack, odd, prod, x, w, 1, 4)
     want += _per_step(odd.astype(np.float64), x, 1, 4)
-    np.testing.assert_allclose(stepreads.stacked_product(stack, prod), want)
+    np.testing.assert_allclose(stepstacks.stacked_product(stack, prod), want)
     # no StepProducts (each step's own product): one product a step, summed
     stack, want = None, np.zeros((4, 5))
     for t in order:
         g = rand(3, 2, 5)
-        stack = stepreads.stack_step(stack, g, None, x, w, 1, t)
+        stack = stepstacks.stack_step(stack, g, None, x, w, 1, t)
         want += _per_step(g, x, 1, t)
-    np.testing.assert_allclose(stepreads.stacked_product(stack, None), want)
-    assert stepreads.stacked_product(None, prod) is None
+    np.testing.assert_allclose(stepstacks.stacked_product(stack, None), want)
+    assert stepstacks.stacked_product(None, prod) is None
 
 
 def test_scratch_arrays_not_reused_while_held(monkeypatch):
@@ -250,8 +250,8 @@ def test_empty_steps(shapes, monkeypatch):
     for t in (3, 0):
         step = stepreads.step_product(prod, x, w, 1, t)
         np.testing.assert_array_equal(step, x[:, t] @ w)
-        stack = stepreads.stack_step(stack, np.ones(step.shape), prod, x, w, 1, t)
-    np.testing.assert_array_equal(stepreads.stacked_product(stack, prod), 0 * w)
+        stack = stepstacks.stack_step(stack, np.ones(step.shape), prod, x, w, 1, t)
+    np.testing.assert_array_equal(stepstacks.stacked_product(stack, prod), 0 * w)
 
 
 def test_sum_without_stack_into_buffer():
@@ -261,18 +261,18 @@ def test_sum_without_stack_into_buffer():
     x, w = rand(3, 4, 2), rand(2, 5)
     gs = [rand(3, 5) for _ in range(3)]
     out = np.empty((2, 5))
-    first = stepreads.stack_step(None, gs[0], None, x, w, 1, 0, out=out)
+    first = stepstacks.stack_step(None, gs[0], None, x, w, 1, 0, out=out)
     assert first is out
     kept = first.copy()
     out2 = np.empty((2, 5))
-    second = stepreads.stack_step(first, gs[1], None, x, w, 1, 1, out=out2)
+    second = stepstacks.stack_step(first, gs[1], None, x, w, 1, 1, out=out2)
     assert second is out2
     np.testing.assert_array_equal(first, kept)
-    third = stepreads.stack_step(second, gs[2], None, x, w, 1, 2, out=second)
+    third = stepstacks.stack_step(second, gs[2], None, x, w, 1, 2, out=second)
     assert third is not second  # (out is the sum itself: not used)
     want = sum(x[:, t].T @ gs[t] for t in range(3))
-    np.testing.assert_allclose(stepreads.stacked_product(third, None), want)
+    np.testing.assert_allclose(stepstacks.stacked_product(third, None), want)
     # float32 steps into a float64 sum, a buffer of another dtype: no cast
     g32 = gs[0].astype(np.float32)
-    got = stepreads.stack_step(None, g32, None, x, w, 1, 0, out=np.empty((2, 5)))
+    got = stepstacks.stack_step(None, g32, None, x, w, 1, 0, out=np.empty((2, 5)))
     np.testing.assert_allclose(got, x[:, 0].T @ g32, rtol=1e-6)

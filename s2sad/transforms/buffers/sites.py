@@ -38,12 +38,8 @@ import numpy as np
 
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
-from s2sad.runtime.stepreads import (
-    stack_step,
-    step_product,
-    stepwise_ahead,
-    sum_steps,
-)
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
+from s2sad.runtime.stepstacks import stack_step
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name

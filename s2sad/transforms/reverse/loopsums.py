@@ -34,7 +34,7 @@ writes::
         g_w_steps = stack_step(g_w_steps, g_m, R, x, w, axis, t)
     g_w = accumulate(g_w, stacked_product(g_w_steps, R))
 
-``stack_step`` copies each step's ``g_m`` into a time-major stack (a
+``runtime.stepstacks.stack_step`` copies each step's ``g_m`` into a time-major stack (a
 contiguous slab a step) and ``stacked_product`` sums them with one
 ``x.T @ stack`` after the loop, over the time-major copy of ``x`` that
 ``stepwise_ahead`` made; a step it cannot stack is differentiated at once.
@@ -49,7 +49,7 @@ import ast
 from typing import Any
 
 from s2sad.options import BUFFERED
-from s2sad.runtime import stepreads
+from s2sad.runtime import stepreads, stepstacks
 from s2sad.transforms.astutil import anno, assign, call, const, name
 
 
@@ -247,12 +247,12 @@ def _stacks(loop: ast.For, module: Any, stored, loaded, before, after, stacks) -
             module.maybe_unused.add(rule.func.id)
         old = block[k]
         args = [name(steps_name)] + [a for i, a in enumerate(rule.args) if i != 1]
-        step = call(module.rule_ref(stepreads.stack_step), *args)
+        step = call(module.rule_ref(stepstacks.stack_step), *args)
         block[k] = assign(steps_name, step, like=old)
         start = assign(steps_name, const(None), like=loop)
         before.append(start)
         total = call(
-            module.rule_ref(stepreads.stacked_product),
+            module.rule_ref(stepstacks.stacked_product),
             name(steps_name),
             name(prod.id),
         )
