@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime import steps as _steps
-from s2sad.runtime.refcounts import _refcounts_are_reliable, exclusive
+from s2sad.runtime.refcounts import exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
@@ -119,7 +119,7 @@ def jvp_sum_steps_g(t, ans, acc, g, like, out=None):
 # ================================================================ one step, differentiated per step
 
 
-def _step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
+def step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
     """Step ``t`` of ``x`` as the loop read it: ``x[(:,) * axis + (t,)]``, or
     the slice ``a * t + b : p * t + q`` along ``axis`` for ``tiles = (a, b, p, q)``."""
     if tiles is None:
@@ -167,7 +167,7 @@ class StepProducts:
         self.rows = rows
 
 
-#: arrays ``_scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
+#: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
 #: of at most ``SCRATCH_BYTES`` each: a larger one is allocated every call, its
 #: page faults small beside the work on it, and not held between calls)
 _kept = threading.local()
@@ -176,17 +176,18 @@ SCRATCH_BYTES = 4 << 20
 
 
 def _refs_in(kept: list) -> int:
-    for a in kept:  # (the same references as in _scratch's loop)
+    for a in kept:  # (the same references as in scratch's loop)
         return sys.getrefcount(a)
     return 0
 
 
-#: reference count, seen from ``_scratch``, of a kept array nobody else holds
+#: reference count, seen from ``scratch``, of a kept array nobody else holds
 #: (-1 where counts are unreliable: free-threaded builds; then none is reused)
-_FREE = _refs_in([np.empty(1)]) if _refcounts_are_reliable() else -1
+_gil = getattr(sys, "_is_gil_enabled", None)  # (free-threaded builds: False)
+_FREE = _refs_in([np.empty(1)]) if _gil is None or _gil() else -1
 
 
-def _scratch(shape: tuple, dtype: Any) -> np.ndarray:
+def scratch(shape: tuple, dtype: Any) -> np.ndarray:
     """An uninitialised array of ``shape`` and ``dtype``: one kept from an
     earlier call of this thread that nothing refers to any more (no name,
     view or container: its reference count is that of the list keeping it),
@@ -221,12 +222,12 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
     ):
         return None
     if tiles is not None:
-        x = _steps._tiled(x, axis, steps, tiles)  # step t: index t along axis
+        x = _steps.tiled(x, axis, steps, tiles)  # step t: index t along axis
         if x is None:
             return None
     if not 0 <= axis < x.ndim - 1:
         return None
-    m = _steps._reach(steps, x.shape[axis])
+    m = _steps.reach(steps, x.shape[axis])
     if m == 0 or x.shape[-1] != w.shape[0]:
         return None
     cut = x if m == x.shape[axis] else x[_index(axis, slice(0, m))]
@@ -234,12 +235,12 @@ def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
         order = (axis, *range(axis), *range(axis + 1, x.ndim))
         cut = cut.transpose(order)
     if cut.flags.c_contiguous:
-        rows = _steps._matrix(cut)
+        rows = _steps.as_matrix(cut)
     else:  # the one copy
-        rows = _scratch(cut.shape, x.dtype)
+        rows = scratch(cut.shape, x.dtype)
         np.copyto(rows, cut)
-        rows = _steps._matrix(rows)
-    prod = _scratch((rows.shape[0], w.shape[1]), x.dtype)
+        rows = _steps.as_matrix(rows)
+    prod = scratch((rows.shape[0], w.shape[1]), x.dtype)
     np.matmul(rows, w, out=prod)
     return StepProducts(prod.reshape(cut.shape[:-1] + (w.shape[1],)), rows)
 
@@ -303,7 +304,7 @@ def step_product(
         return prod.prod[t]
     if prod is not None:
         return prod[_index(axis, t)]
-    xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+    xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)
     if (  # the common case: matrices of one dtype, a buffer that fits
         type(out) is np.ndarray
         and type(xt) is np.ndarray
@@ -321,7 +322,7 @@ def step_product(
 def _step_grads(g, x, w, axis, t, tiles, need, into=None) -> tuple:
     from s2sad.runtime.contractions import d_matmul_lhs, d_matmul_rhs
 
-    xt = _step_of(x, axis, t, tiles)
+    xt = step_of(x, axis, t, tiles)
     gx = gw = None
     if need[0]:
         gx = np.zeros(np.shape(x), dtype=_float_of(x, w))
@@ -360,7 +361,7 @@ def d_step_product_rhs(g, ans, prod, x, w, axis, t, tiles=None, out=None, *, int
         and g.dtype == w.dtype == x.dtype
         and g.dtype.kind == "f"
     ):
-        xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+        xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)
         if xt.ndim == 2:
             buf = into[0] if into else None
             if (  # a buffer that fits
@@ -376,12 +377,12 @@ def d_step_product_rhs(g, ans, prod, x, w, axis, t, tiles=None, out=None, *, int
 
 @tangent(step_product, argnum=1)
 def jvp_step_product_x(t_x, ans, prod, x, w, axis, t, tiles=None, out=None):
-    return np.matmul(_step_of(t_x, axis, t, tiles), w)
+    return np.matmul(step_of(t_x, axis, t, tiles), w)
 
 
 @tangent(step_product, argnum=2)
 def jvp_step_product_w(t_w, ans, prod, x, w, axis, t, tiles=None, out=None):
-    return np.matmul(_step_of(x, axis, t, tiles), t_w)
+    return np.matmul(step_of(x, axis, t, tiles), t_w)
 
 
 # g and x, g and w: bilinear (prod, the axis, the step and the tiles: no operands)

@@ -77,7 +77,7 @@ def stack_step(
                 j += len(slabs)
             buf = stack.g
             if buf is None:
-                buf = stack.g = _reads._scratch(slabs.shape, slabs.dtype)
+                buf = stack.g = _reads.scratch(slabs.shape, slabs.dtype)
                 stack.filled = [False] * len(slabs)
             if stack.filled[j]:  # (a step visited twice: its cotangents add)
                 np.add(buf[j], g, out=buf[j])
@@ -121,7 +121,7 @@ def _summed_step(total, g, prod, x, w, axis, t, tiles, out) -> Any:
         and g.dtype == w.dtype == x.dtype
         and g.dtype.kind == "f"
     ):
-        xt = _reads._step_of(x, axis, t, tiles)
+        xt = _reads.step_of(x, axis, t, tiles)
         if xt.ndim == 2:
             fits = (
                 type(out) is np.ndarray
@@ -164,13 +164,13 @@ def stacked_product(stack: Any, prod: Any) -> Any:
                 for j in range(lo, hi):
                     if not stack.filled[j]:
                         g[j] = 0
-            flat = _steps._matrix(g[lo:hi])
+            flat = _steps.as_matrix(g[lo:hi])
             total = add(total, np.matmul(rows[lo * per : hi * per].T, flat))
         else:
             for j in range(lo, hi):
                 if stack.filled[j]:
                     part = np.matmul(
-                        rows[j * per : (j + 1) * per].T, _steps._matrix(g[j])
+                        rows[j * per : (j + 1) * per].T, _steps.as_matrix(g[j])
                     )
                     total = add(total, part)
     return total
