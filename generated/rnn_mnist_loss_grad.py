@@ -16,13 +16,9 @@ from s2sad.runtime.contractions import d_matmul
 from s2sad.runtime.fused import tanh_grad
 from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
-from s2sad.runtime.stepreads import (
-    d_step_product_rhs,
-    step_product,
-    stepwise_ahead,
-    sum_steps,
-)
+from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
+from s2sad.runtime.stepstacks import stack_step, stacked_product
 from rnn_mnist import logits
 
 
@@ -199,6 +195,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
+    g_params_item_1_steps = None
     g_params_item_3_steps = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
@@ -239,19 +236,16 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            ct_params_item_1 = d_step_product_rhs(
+            g_params_item_1_steps = stack_step(
+                g_params_item_1_steps,
                 g_matmul,
-                matmul,
                 x_at_params_item_1,
                 x,
                 params_item_1,
                 1,
                 t,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                into=(ws.take("ct_params_item_1"),),
-            )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1, out=ws.take("g_params_item_1")
+                out=ws.take("g_params_item_1_steps"),
             )
         g_matmul = None
         matmul = tape.pop()
@@ -264,6 +258,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
+    g_params_item_1_steps_1 = g_params_item_1_steps
     g_params_item_3_steps_1 = None
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
@@ -292,22 +287,22 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            ct_params_item_1_1 = d_step_product_rhs(
+            g_params_item_1_steps_1 = stack_step(
+                g_params_item_1_steps_1,
                 g_matmul,
-                matmul,
                 x_at_params_item_1,
                 x,
                 params_item_1,
                 1,
                 t,
                 (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                into=(ws.take("ct_params_item_1_1"),),
-            )[0]
-            g_params_item_1 = accumulate(
-                g_params_item_1, ct_params_item_1_1, out=ws.take("g_params_item_1.2")
+                out=ws.take("g_params_item_1_steps_1"),
             )
         g_matmul = None
         matmul = tape.pop()
+    g_params_item_1 = accumulate(
+        g_params_item_1, stacked_product(g_params_item_1_steps_1, x_at_params_item_1)
+    )
     g_params_item_3 = accumulate(
         g_params_item_3,
         unbroadcast(g_params_item_3_steps_1, params_item_3),

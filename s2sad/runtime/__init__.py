@@ -36,6 +36,7 @@ RULE_MODULES = (
     "statistics",
     "steps",
     "stepreads",
+    "stepstacks",
 )
 
 #: rule modules for optional libraries: (module, the library it needs), loaded

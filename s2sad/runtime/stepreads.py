@@ -7,13 +7,17 @@ differentiated value, the ``hoist`` pass (``transforms/front/hoist.py``) writes:
     for t in r:
         matmul = step_product(x_at_w, x, w, 1, t)
 
-``stepwise_ahead`` is ``steps.stepwise_matmul`` (every step's product in one
-call) when a step's product is small (``AHEAD_ENTRIES``), else None;
-``step_product`` reads step ``t`` of it, or computes that step's own product.
-Its rules differentiate it as ``x``'s step times ``w``, one step at a time: the
-backward sweep runs one ``x_t.T @ g`` a step for ``w`` and never builds a
-cotangent of the stacked product (no per-step add into it, no product after
-the loop).
+``stepwise_ahead`` copies ``x``'s steps time-major once and computes every
+step's product in one call (a ``StepProducts``: step ``t``'s product is a
+contiguous slab) when a step's product is small (``TIME_MAJOR_ENTRIES``),
+else None (``steps.stepwise_matmul``, in ``x``'s own layout, where it cannot
+be made time-major); ``step_product`` reads step ``t`` of it, or computes that
+step's own product.  Its rules differentiate it as ``x``'s step times ``w``,
+one step at a time: the backward sweep never builds a cotangent of the
+stacked product.  For ``w`` it runs one ``x_t.T @ g`` a step, or, in buffered
+code (the ``loopsums`` pass), stacks the steps' ``g`` time-major
+(``stepstacks.stack_step``) and runs one ``rows.T @ stack`` after the loop
+(``stepstacks.stacked_product``).
 
 ``sum_steps`` is the ``loopsums`` pass's helper (``transforms/reverse/
 loopsums.py``): a loop-invariant operand's cotangent summed down once after
@@ -23,13 +27,15 @@ the loop instead of every step.
 from __future__ import annotations
 
 import operator
+import sys
+import threading
 from typing import Any
 
 import numpy as np
 
+from s2sad.runtime import steps as _steps
 from s2sad.runtime.refcounts import exclusive
 from s2sad.runtime.registry import adjoint, nondifferentiable
-from s2sad.runtime.steps import stepwise_matmul
 from s2sad.runtime.support import add, unbroadcast
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear, tangent
 from s2sad.runtime.workspace import owned
@@ -113,7 +119,7 @@ def jvp_sum_steps_g(t, ans, acc, g, like, out=None):
 # ================================================================ one step, differentiated per step
 
 
-def _step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
+def step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
     """Step ``t`` of ``x`` as the loop read it: ``x[(:,) * axis + (t,)]``, or
     the slice ``a * t + b : p * t + q`` along ``axis`` for ``tiles = (a, b, p, q)``."""
     if tiles is None:
@@ -122,35 +128,162 @@ def _step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
 
 
 #: entries of one step's product up to which ``stepwise_ahead`` computes all
-#: steps at once: the steps then run one BLAS call instead of one each.  Above
-#: it each step's own product (a contiguous array) is as fast (measured on
-#: rnn_mnist's (100, 196) @ (196, 64) steps: one product per step ran the whole
-#: gradient about 3% faster, the reads of the stacked product being strided)
+#: steps at once, in ``x``'s own layout, where it cannot make them time-major
+#: (see ``StepProducts``).  Above it each step's own product (a contiguous
+#: array) is as fast (measured on rnn_mnist's (100, 196) @ (196, 64) steps:
+#: one product per step ran the whole gradient about 3% faster than strided
+#: reads of a batch-major stacked product)
 AHEAD_ENTRIES = 2048
+
+
+#: entries of one step's product up to which ``stepwise_ahead`` makes the
+#: steps time-major (``StepProducts``).  Measured (one thread, this machine's
+#: AVX2 kernels, forward and backward of the steps' products alone, time-major
+#: against one product a step with buffers): 200 steps of (32, 16) @ (16, 8)
+#: 0.55x (float32) and 0.57x (float64); 50 of (32, 64) @ (64, 64) 0.73x and
+#: 0.78x; 20 of (64, 64) @ (64, 64) 0.89x and 0.96x; 10 of (100, 128) @
+#: (128, 64) 0.98x; rnn_mnist's 4 of (100, 196) @ (196, 64) 1.01x, and its
+#: whole gradient 1.01-1.02x (auto kernels 1.02-1.05x) the time with one
+#: product a step (the copies of ``x`` and of the cotangents, and the helpers'
+#: Python, cost what the fewer, larger products save); 8 of (256, 128) @
+#: (128, 128) 0.96-1.04x.
+TIME_MAJOR_ENTRIES = 4096
+
+
+class StepProducts:
+    """Every step's product, time-major (what ``stepwise_ahead`` returns where
+    it can): ``prod[t]`` is step ``t``'s product, a contiguous slab, and
+    ``rows`` holds ``x``'s steps copied once, time-major, as one matrix (step
+    ``t``'s rows are ``rows[t * k : (t + 1) * k]``, ``k`` rows a step), so
+    that ``prod`` is one ``rows @ w`` and the backward sweep's ``w``
+    cotangent of several steps is one ``rows.T @ stack`` (``stack_step``,
+    ``stacked_product``).  A negative step counts from the end (the steps
+    then cover all of ``x``'s axis)."""
+
+    __slots__ = ("prod", "rows")
+
+    def __init__(self, prod: np.ndarray, rows: np.ndarray):
+        self.prod = prod
+        self.rows = rows
+
+
+#: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
+#: of at most ``SCRATCH_BYTES`` each: a larger one is allocated every call, its
+#: page faults small beside the work on it, and not held between calls)
+_kept = threading.local()
+SCRATCH = 8
+SCRATCH_BYTES = 4 << 20
+
+
+def _refs_in(kept: list) -> int:
+    for a in kept:  # (the same references as in scratch's loop)
+        return sys.getrefcount(a)
+    return 0
+
+
+#: reference count, seen from ``scratch``, of a kept array nobody else holds
+#: (-1 where counts are unreliable: free-threaded builds; then none is reused)
+_gil = getattr(sys, "_is_gil_enabled", None)  # (free-threaded builds: False)
+_FREE = _refs_in([np.empty(1)]) if _gil is None or _gil() else -1
+
+
+def scratch(shape: tuple, dtype: Any) -> np.ndarray:
+    """An uninitialised array of ``shape`` and ``dtype``: one kept from an
+    earlier call of this thread that nothing refers to any more (no name,
+    view or container: its reference count is that of the list keeping it),
+    else a new one, kept.  A large array allocated and freed every call costs
+    page faults (the allocator hands its memory back to the system); a
+    gradient function's workspace cannot hold the arrays of a
+    ``StepProducts`` (no site's result is an array)."""
+    kept = getattr(_kept, "arrays", None)
+    if kept is None:
+        kept = _kept.arrays = []
+    for a in kept:
+        if a.shape == shape and a.dtype == dtype and sys.getrefcount(a) <= _FREE:
+            return a
+    a = np.empty(shape, dtype)
+    if _FREE > 0 and a.nbytes <= SCRATCH_BYTES:
+        kept.append(a)
+        if len(kept) > SCRATCH:
+            del kept[0]
+    return a
+
+
+def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
+    """``StepProducts`` of ``x``'s steps times ``w`` (matrices of one float
+    dtype, the steps a range), or None where that does not apply."""
+    if not (
+        type(x) is np.ndarray
+        and type(w) is np.ndarray
+        and type(steps) is range
+        and w.ndim == 2
+        and x.dtype == w.dtype
+        and x.dtype.kind == "f"
+    ):
+        return None
+    if tiles is not None:
+        x = _steps.tiled(x, axis, steps, tiles)  # step t: index t along axis
+        if x is None:
+            return None
+    if not 0 <= axis < x.ndim - 1:
+        return None
+    m = _steps.reach(steps, x.shape[axis])
+    if m == 0 or x.shape[-1] != w.shape[0]:
+        return None
+    cut = x if m == x.shape[axis] else x[_index(axis, slice(0, m))]
+    if axis:  # (np.moveaxis, without its checks)
+        order = (axis, *range(axis), *range(axis + 1, x.ndim))
+        cut = cut.transpose(order)
+    if cut.flags.c_contiguous:
+        rows = _steps.as_matrix(cut)
+    else:  # the one copy
+        rows = scratch(cut.shape, x.dtype)
+        np.copyto(rows, cut)
+        rows = _steps.as_matrix(rows)
+    prod = scratch((rows.shape[0], w.shape[1]), x.dtype)
+    np.matmul(rows, w, out=prod)
+    return StepProducts(prod.reshape(cut.shape[:-1] + (w.shape[1],)), rows)
 
 
 def stepwise_ahead(
     x: Any, w: Any, axis: int, steps: Any, tiles: Any = None, out: Any = None
 ) -> Any:
-    """``stepwise_matmul(x, w, axis, steps, tiles)`` when one step's product is
-    small (at most ``AHEAD_ENTRIES`` entries, ``w`` a matrix), else None: then
-    ``step_product`` computes each step's product itself.  Only ``step_product``
-    reads it, and differentiates through ``x`` and ``w``: it is no operand
-    (no gradient, no tangent)."""
+    """Every step's product before the loop: a ``StepProducts`` (``x``'s steps
+    copied time-major once, one product) where ``x`` and ``w`` are matrices of
+    one float dtype and the steps a range that cuts ``x`` as a reshape would;
+    else ``stepwise_matmul(x, w, axis, steps, tiles)`` when one step's product
+    is small (at most ``AHEAD_ENTRIES`` entries, ``w`` a matrix), else None:
+    then ``step_product`` computes each step's product itself.  Only
+    ``step_product`` and the backward sweep's helpers read it, and
+    differentiate through ``x`` and ``w``: it is no operand (no gradient, no
+    tangent).
+
+    The time-major copy pays where a step's product is small
+    (``TIME_MAJOR_ENTRIES``, measurements there): whole gradients of
+    ``h = tanh(x[:, t, :] @ W + h @ U + b)`` (one thread, interleaved) ran
+    0.91x (float64) and 0.97x (float32) the time of one batch-major product
+    read strided for 200 steps of (32, 16) @ (16, 8), 0.89x with OpenBLAS's
+    own kernels, 0.97x for 50 steps of (32, 64) @ (64, 64), 0.99x for 20 of
+    (64, 64) @ (64, 64)."""
     if type(x) is not np.ndarray or np.ndim(w) != 2:
-        return stepwise_matmul(x, w, axis, steps, tiles, out)
+        return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
     if tiles is None:
         rows = x.size // max(x.shape[axis] * x.shape[-1], 1)
     else:
         bounds = _ints(tiles)
         if bounds is None or bounds[0] != bounds[2]:
-            return stepwise_matmul(x, w, axis, steps, tiles, out)
+            return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
         rows = x.size // max(x.shape[axis] * x.shape[-1], 1) * (bounds[3] - bounds[1])
         if axis == x.ndim - 1:
             rows = x.size // max(x.shape[-1], 1)
-    if rows * np.shape(w)[-1] > AHEAD_ENTRIES:
+    entries = rows * np.shape(w)[-1]  # of one step's product
+    if entries <= TIME_MAJOR_ENTRIES:
+        ahead = _time_major(x, w, axis, steps, tiles)
+        if ahead is not None:
+            return ahead
+    if entries > AHEAD_ENTRIES:
         return None
-    return stepwise_matmul(x, w, axis, steps, tiles, out)
+    return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
 
 
 nondifferentiable(stepwise_ahead)
@@ -167,9 +300,11 @@ def step_product(
     time (the hoist pass writes it where ``x`` is no differentiated value: the
     backward sweep runs one ``x_t.T @ g`` a step for ``w``, and scatters
     nothing into a cotangent of ``prod``)."""
+    if type(prod) is StepProducts:
+        return prod.prod[t]
     if prod is not None:
         return prod[_index(axis, t)]
-    xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+    xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)
     if (  # the common case: matrices of one dtype, a buffer that fits
         type(out) is np.ndarray
         and type(xt) is np.ndarray
@@ -187,7 +322,7 @@ def step_product(
 def _step_grads(g, x, w, axis, t, tiles, need, into=None) -> tuple:
     from s2sad.runtime.contractions import d_matmul_lhs, d_matmul_rhs
 
-    xt = _step_of(x, axis, t, tiles)
+    xt = step_of(x, axis, t, tiles)
     gx = gw = None
     if need[0]:
         gx = np.zeros(np.shape(x), dtype=_float_of(x, w))
@@ -226,7 +361,7 @@ def d_step_product_rhs(g, ans, prod, x, w, axis, t, tiles=None, out=None, *, int
         and g.dtype == w.dtype == x.dtype
         and g.dtype.kind == "f"
     ):
-        xt = x[_index(axis, t)] if tiles is None else _step_of(x, axis, t, tiles)
+        xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)
         if xt.ndim == 2:
             buf = into[0] if into else None
             if (  # a buffer that fits
@@ -242,12 +377,12 @@ def d_step_product_rhs(g, ans, prod, x, w, axis, t, tiles=None, out=None, *, int
 
 @tangent(step_product, argnum=1)
 def jvp_step_product_x(t_x, ans, prod, x, w, axis, t, tiles=None, out=None):
-    return np.matmul(_step_of(t_x, axis, t, tiles), w)
+    return np.matmul(step_of(t_x, axis, t, tiles), w)
 
 
 @tangent(step_product, argnum=2)
 def jvp_step_product_w(t_w, ans, prod, x, w, axis, t, tiles=None, out=None):
-    return np.matmul(_step_of(x, axis, t, tiles), t_w)
+    return np.matmul(step_of(x, axis, t, tiles), t_w)
 
 
 # g and x, g and w: bilinear (prod, the axis, the step and the tiles: no operands)

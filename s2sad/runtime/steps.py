@@ -30,6 +30,7 @@ product is computed as written and stacked, the same values.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -40,7 +41,7 @@ from s2sad.runtime.registry import adjoint, nondifferentiable
 from s2sad.runtime.tangents import adjoint_of_multilinear, constant, linear
 
 
-def _reach(steps: Any, n: int) -> int:
+def reach(steps: Any, n: int) -> int:
     """How many leading entries along the axis the loop's indices can read:
     ``max(steps) + 1`` for a range of indices that are all >= 0, else ``n``."""
     if type(steps) is range:
@@ -60,10 +61,17 @@ def _parts(x: Any, w: Any, axis: int, steps: Any) -> tuple:
     """(x cut to what the loop reads, how many steps, whether one product does)."""
     if type(x) is not np.ndarray:
         x = np.asarray(x)
-    m = _reach(steps, x.shape[axis])
+    m = reach(steps, x.shape[axis])
     if m < x.shape[axis]:
         x = x[_index(axis, slice(0, m))]
     return x, m, np.ndim(w) == 2 and axis < x.ndim - 1
+
+
+def as_matrix(a: np.ndarray) -> np.ndarray:
+    """``a``'s rows as a matrix (``reshape(-1, n)`` fails on ``n == 0``)."""
+    return a.reshape(
+        a.size // a.shape[-1] if a.shape[-1] else math.prod(a.shape[:-1]), a.shape[-1]
+    )
 
 
 def _buffer(out: Any, shape: tuple, dtype: Any) -> np.ndarray | None:
@@ -88,7 +96,7 @@ def stepwise_matmul(
     ``x`` is instead the slice ``a * t + b : p * t + q`` along ``axis``.
     ``out``: a buffer for the result, used when it fits."""
     if tiles is not None:
-        xr = _tiled(x, axis, steps, tiles)
+        xr = tiled(x, axis, steps, tiles)
         if xr is None:
             return _sliced_products(x, w, axis, steps, tiles)
         x = xr
@@ -99,10 +107,10 @@ def stepwise_matmul(
         shape = x.shape[:-1] + (np.shape(w)[-1],)
         buf = _buffer(out, shape, np.result_type(x, w))
         if x.flags.c_contiguous:  # one product over the rows of every step
-            rows = x.reshape(-1, x.shape[-1])
+            rows = as_matrix(x)
             if buf is None:
                 return np.matmul(rows, w).reshape(shape)
-            np.matmul(rows, w, out=buf.reshape(-1, shape[-1]))
+            np.matmul(rows, w, out=as_matrix(buf))
             return buf
         return np.matmul(x, w) if buf is None else np.matmul(x, w, out=buf)
     return np.stack([np.matmul(x[_index(axis, t)], w) for t in range(m)], axis=axis)
@@ -124,7 +132,7 @@ def _grads(g: Any, x0: Any, w: Any, axis: int, steps: Any, need: tuple, into) ->
         if need[1]:
             buf = into_buffer(into, 0, np.shape(w), np.result_type(x, g))
             if x.flags.c_contiguous and g.flags.c_contiguous:
-                rows, grows = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+                rows, grows = as_matrix(x), as_matrix(g)
                 gw = np.matmul(rows.T, grows, out=buf)
             else:
                 gw = np.tensordot(x, g, axes=(list(range(x.ndim - 1)),) * 2)
@@ -147,7 +155,7 @@ def _all_grads(g, x, w, axis, steps, tiles, need, into) -> tuple:
     """(cotangent of x, of w) of ``stepwise_matmul(x, w, axis, steps, tiles)``."""
     if tiles is None:
         return _grads(g, x, w, axis, steps, need, into)
-    xr = _tiled(x, axis, steps, tiles)
+    xr = tiled(x, axis, steps, tiles)
     if xr is None:
         return _sliced_grads(g, x, w, axis, steps, tiles, need)
     gxr, gw = _grads(g, xr, w, axis, steps, need, into)
@@ -190,7 +198,7 @@ def _ints(values: Any) -> tuple | None:
         return None
 
 
-def _tiled(x: Any, axis: int, steps: Any, tiles: Any) -> np.ndarray | None:
+def tiled(x: Any, axis: int, steps: Any, tiles: Any) -> np.ndarray | None:
     """``x`` cut to the steps' slices and reshaped so that step ``t`` of the loop
     is index ``t`` along ``axis``, or None when the slices do not tile the axis
     exactly as such a reshape would (then each step is sliced as written)."""
@@ -200,7 +208,7 @@ def _tiled(x: Any, axis: int, steps: Any, tiles: Any) -> np.ndarray | None:
     a, b, p, q = bounds
     if not (a == p == q - b > 0 and b >= 0 and 0 <= axis < x.ndim):
         return None
-    m = _reach(steps, 1 << 62)
+    m = reach(steps, 1 << 62)
     if len(steps) and min(steps[0], steps[-1]) < 0 or b + m * a > x.shape[axis]:
         return None
     cut = x[_index(axis, slice(b, b + m * a))]

@@ -44,11 +44,17 @@ def _rnn_args(r, n=6):
     )
 
 
-@pytest.fixture(params=["each step", "ahead"])
+@pytest.fixture(params=["each step", "ahead", "time-major"])
 def ahead(request, monkeypatch):
-    """Each step's own product (AHEAD_ENTRIES below any size), or all ahead."""
+    """Each step's own product (AHEAD_ENTRIES and TIME_MAJOR_ENTRIES below any
+    size), all ahead in x's layout, or all ahead time-major (StepProducts)."""
     monkeypatch.setattr(
         stepreads, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
+    )
+    monkeypatch.setattr(
+        stepreads,
+        "TIME_MAJOR_ENTRIES",
+        1 << 40 if request.param == "time-major" else -1,
     )
     return request.param
 
@@ -69,7 +75,7 @@ def test_emitted_form():
     assert "step_product(xs_at_Wx, xs, Wx, 1, t)" in text
     vg = s2sad.value_and_grad(rnn, argnums=(0, 1, 2))
     vg(*_rnn_args(np.random.default_rng(0)))
-    assert "d_step_product_rhs(" in vg.source
+    assert "d_step_product_rhs(" in vg.source  # small arrays: plain code
     assert "add_at_index" not in vg.source and "d_stepwise_matmul" not in vg.source
     # x differentiated: the stacked product's cotangent, one product for x
     text = after("hoist", rnn, (0, 1, 2, 3))
@@ -153,6 +159,6 @@ def test_step_product_runtime():
     assert got is buf
     np.testing.assert_allclose(got, x[:, 1].T @ g)
     # ahead only when a step's product is small
-    assert stepreads.stepwise_ahead(x, w, 1, range(4)) is not None
+    assert type(stepreads.stepwise_ahead(x, w, 1, range(4))) is stepreads.StepProducts
     big = np.zeros((1000, 4, 2))
     assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None

@@ -32,6 +32,7 @@ from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
+from s2sad.runtime.stepstacks import stack_step
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms.astutil import anno
 
@@ -156,6 +157,8 @@ class Facts:
             return self.some_known(v.args[1])
         if self.rule_of(v) in fused.KERNELS:  # a rule's expression, fused
             return self.some_known(*v.args)
+        if self.rule_of(v) is stack_step:  # loopsums': a sum like w, or a stack
+            return self.some_known(v.args[4])
         return self.rule_of(v) in (
             stepwise_matmul,
             stepwise_ahead,
@@ -246,6 +249,8 @@ class Facts:
             )
         if self.rule_of(v) is sum_steps:  # shaped like g (checked at run time)
             return self.is_shaped(v.args[1])
+        if self.rule_of(v) is stack_step:  # shaped like w (a stack: no array)
+            return self.is_shaped(v.args[4])
         if self.rule_of(v) is step_product:  # a step of the hoisted product
             return self.is_shaped(v.args[0]) and self.is_fixed(v.args[3])
         if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x

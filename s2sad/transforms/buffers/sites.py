@@ -40,6 +40,7 @@ from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
+from s2sad.runtime.stepstacks import stack_step
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
@@ -52,6 +53,7 @@ STEP_PRODUCTS = (
     step_product,
     matmul_zeros,
     sum_steps,  # loopsums': a buffer for the sum over steps
+    stack_step,  # loopsums': a buffer for the sum where steps are not stacked
 )
 
 

@@ -20,7 +20,26 @@ step) and ``g_b`` is read nowhere else in it, the pass writes::
 ``runtime.stepreads.sum_steps`` adds the steps' ``g_z`` entry by entry into an
 array of its own (one elementwise add a step instead of a reduction and an
 add) and falls back to summing a step down at once where its shape or dtype
-differs.  Only for buffered NumPy code (``Options.buffers``): the plain
+differs.
+
+A loop's ``step_product`` (the ``hoist`` pass) gets, for its weight ``w``,
+``g_w = accumulate(g_w, d_step_product_rhs(g_m, m, R, x, w, axis, t)[0])``:
+one ``x_t.T @ g_m`` product a step.  Under the same conditions (``g_w`` bound
+and read by that statement alone, ``R`` bound nowhere in the loop) the pass
+writes::
+
+    g_w_steps = None
+    for t in reversed(r):
+        ...
+        g_w_steps = stack_step(g_w_steps, g_m, R, x, w, axis, t)
+    g_w = accumulate(g_w, stacked_product(g_w_steps, R))
+
+``runtime.stepstacks.stack_step`` copies each step's ``g_m`` into a time-major stack (a
+contiguous slab a step) and ``stacked_product`` sums them with one
+``x.T @ stack`` after the loop, over the time-major copy of ``x`` that
+``stepwise_ahead`` made; a step it cannot stack is differentiated at once.
+
+Only for buffered NumPy code (``Options.buffers``): the plain
 module that ``hvp`` differentiates again keeps the per-step form.
 """
 
@@ -30,7 +49,7 @@ import ast
 from typing import Any
 
 from s2sad.options import BUFFERED
-from s2sad.runtime import stepreads
+from s2sad.runtime import stepreads, stepstacks
 from s2sad.transforms.astutil import anno, assign, call, const, name
 
 
@@ -45,6 +64,7 @@ def run(job: Any, module: Any) -> None:
 
 def _blocks(stmts: list[ast.stmt], module: Any) -> None:
     """Rewrite the loops of ``stmts`` (innermost first), at every depth."""
+    pending: dict = {}  # (g_w, R) -> (the sum after an earlier loop, its stack)
     i = 0
     while i < len(stmts):
         stmt = stmts[i]
@@ -53,12 +73,46 @@ def _blocks(stmts: list[ast.stmt], module: Any) -> None:
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                 _blocks(inner, module)
         if isinstance(stmt, ast.For) and not stmt.orelse:
-            before, after = _rewrite(stmt, module)
+            stacks: list = []
+            before, after = _rewrite(stmt, module, stacks)
             stmts[i:i] = before
             i += len(before)
             stmts[i + 1 : i + 1] = after
+            i -= _merge(stmts, i, stacks, pending)
             i += len(after)
         i += 1
+
+
+def _merge(stmts: list[ast.stmt], i: int, stacks: list, pending: dict) -> int:
+    """Continue the stack of an earlier loop of ``stmts`` (the loops of a
+    peeled loop's backward sweep) in the loop at ``i``: its sum after that
+    loop is dropped and this loop's stack starts as that loop's, so that one
+    product sums both loops' steps.  Only when nothing between the two
+    loops names ``g_w``, ``R`` or the stack.  How many statements before
+    ``i`` were removed."""
+    removed = 0
+    for g_w, prod, steps_name, start, total in stacks:
+        earlier = pending.get((g_w, prod))
+        pending[(g_w, prod)] = (total, steps_name)
+        if earlier is None:
+            continue
+        total_before, steps_before = earlier
+        at = next((k for k, s in enumerate(stmts) if s is total_before), None)
+        here = next((k for k, s in enumerate(stmts) if s is start), None)
+        if at is None or here is None or at > here:
+            continue
+        names = {g_w, prod, steps_before, steps_name}
+        between = stmts[at + 1 : here]
+        if any(
+            isinstance(node, ast.Name) and node.id in names
+            for stmt in between
+            for node in ast.walk(stmt)
+        ):
+            continue
+        start.value = name(steps_before)
+        del stmts[at]
+        removed += 1
+    return removed
 
 
 def _helper(node: ast.expr, which: str) -> bool:
@@ -102,7 +156,9 @@ def _candidates(body: list[ast.stmt]):
             yield from _candidates(stmt.orelse)
 
 
-def _rewrite(loop: ast.For, module: Any) -> tuple[list[ast.stmt], list[ast.stmt]]:
+def _rewrite(
+    loop: ast.For, module: Any, stacks: list
+) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """Rewrite ``loop``'s sums down; the statements to put before and after it."""
     stored: dict[str, int] = {}
     loaded: dict[str, int] = {}
@@ -122,6 +178,7 @@ def _rewrite(loop: ast.For, module: Any) -> tuple[list[ast.stmt], list[ast.stmt]
         found.append((block, k, g_b, g_z, b))
     before: list[ast.stmt] = []
     after: list[ast.stmt] = []
+    _stacks(loop, module, stored, loaded, before, after, stacks)
     for block, k, g_b, g_z, b in found:
         steps_name = module.namer.fresh(f"{g_b}_steps")
         helper = module.rule_ref(stepreads.sum_steps)
@@ -136,3 +193,71 @@ def _rewrite(loop: ast.For, module: Any) -> tuple[list[ast.stmt], list[ast.stmt]
         )
         after.append(assign(g_b, total, like=old))
     return before, after
+
+
+def _stacked(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
+    """``(g_w, the d_step_product_rhs call)`` of ``g_w = accumulate(g_w,
+    d_step_product_rhs(...)[0])``."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Call)
+        and _helper(stmt.value.func, "accumulate")
+        and len(stmt.value.args) == 2
+        and not stmt.value.keywords
+    ):
+        return None
+    acc, part = stmt.value.args
+    target = stmt.targets[0].id
+    if not (isinstance(acc, ast.Name) and acc.id == target):
+        return None
+    if not (
+        isinstance(part, ast.Subscript)
+        and isinstance(part.slice, ast.Constant)
+        and part.slice.value == 0
+        and isinstance(part.value, ast.Call)
+        and anno(part.value.func).get("rule") is stepreads.d_step_product_rhs
+        and 7 <= len(part.value.args) <= 8
+        and not part.value.keywords
+        and not any(isinstance(a, ast.Starred) for a in part.value.args)
+    ):
+        return None
+    return target, part.value
+
+
+def _stacks(loop: ast.For, module: Any, stored, loaded, before, after, stacks) -> None:
+    """Rewrite ``loop``'s per-step ``w`` cotangents of ``step_product`` into
+    one stacked product after it (see the module's docstring)."""
+    for block, k in list(_candidates(loop.body)):
+        parts = _stacked(block[k])
+        if parts is None:
+            continue
+        g_w, rule = parts
+        prod = rule.args[2]
+        if (
+            stored.get(g_w) != 1
+            or loaded.get(g_w) != 1
+            or not isinstance(prod, ast.Name)
+            or prod.id in stored
+        ):
+            continue
+        steps_name = module.namer.fresh(f"{g_w}_steps")
+        if isinstance(rule.func, ast.Name):  # (its import: only if still called)
+            module.maybe_unused.add(rule.func.id)
+        old = block[k]
+        args = [name(steps_name)] + [a for i, a in enumerate(rule.args) if i != 1]
+        step = call(module.rule_ref(stepstacks.stack_step), *args)
+        block[k] = assign(steps_name, step, like=old)
+        start = assign(steps_name, const(None), like=loop)
+        before.append(start)
+        total = call(
+            module.rule_ref(stepstacks.stacked_product),
+            name(steps_name),
+            name(prod.id),
+        )
+        summed = assign(
+            g_w, call(module.helper("accumulate"), name(g_w), total), like=old
+        )
+        after.append(summed)
+        stacks.append((g_w, prod.id, steps_name, start, summed))
