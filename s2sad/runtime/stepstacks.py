@@ -67,6 +67,35 @@ def stack_step(
     workspace buffer for it, as ``accumulate``'s)."""
     if g is None:
         return stack
+    if (  # each step's own product (no StepProducts), matrices of one float
+        # dtype: the sum itself, x_t.T @ g added in, without further calls
+        prod is None
+        and type(g) is np.ndarray
+        and type(x) is np.ndarray
+        and type(stack) is not StepStack
+        and g.ndim == 2
+        and g.dtype == x.dtype == w.dtype
+        and g.dtype.kind == "f"
+        and (stack is None or type(stack) is np.ndarray)
+    ):
+        at = (slice(None),) * axis
+        if tiles is None:
+            xt = x[at + (t,)]
+        else:
+            a, b, p, q = tiles
+            xt = x[at + (slice(a * t + b, p * t + q),)]
+        if xt.ndim == 2 and (stack is None or stack.shape == w.shape):
+            if (
+                type(out) is np.ndarray
+                and out.shape == w.shape
+                and out.dtype == g.dtype
+                and out.flags.writeable
+                and out is not stack
+            ):
+                np.matmul(xt.T, g, out=out)
+                return out if stack is None else np.add(out, stack, out=out)
+            part = np.matmul(xt.T, g)
+            return part if stack is None else np.add(stack, part, out=part)
     if type(prod) is _reads.StepProducts and type(g) is np.ndarray:
         slabs = prod.prod
         if g.shape == slabs.shape[1:] and g.dtype == slabs.dtype:
