@@ -139,33 +139,9 @@ def stack_step(
 
 
 def _summed_step(total, g, prod, x, w, axis, t, tiles, out) -> Any:
-    """``total`` plus step ``t``'s cotangent for ``w``, ``x_t.T @ g`` (into
-    ``out`` where it fits: a workspace buffer nothing else refers to)."""
-    if (  # the common case: matrices of one float dtype
-        type(g) is np.ndarray
-        and type(x) is np.ndarray
-        and type(w) is np.ndarray
-        and g.ndim == 2
-        and w.ndim == 2
-        and g.dtype == w.dtype == x.dtype
-        and g.dtype.kind == "f"
-    ):
-        xt = _reads.step_of(x, axis, t, tiles)
-        if xt.ndim == 2:
-            fits = (
-                type(out) is np.ndarray
-                and out.shape == w.shape
-                and out.dtype == g.dtype
-                and out.flags.writeable
-                and out is not total
-            )
-            if total is None:
-                return np.matmul(xt.T, g, out=out if fits else None)
-            if type(total) is np.ndarray and total.shape == w.shape:
-                if fits and total.dtype == g.dtype:  # the step's part, then the sum
-                    np.matmul(xt.T, g, out=out)
-                    return np.add(out, total, out=out)
-                return np.add(total, np.matmul(xt.T, g))
+    """``total`` plus step ``t``'s cotangent for ``w`` (``out``: a workspace
+    buffer for the sum, as ``accumulate``'s), by the rule itself: what the
+    inline path of ``stack_step`` does not take."""
     part = _reads.d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)[0]
     return accumulate(total, part, out=out)
 

@@ -119,8 +119,8 @@ def _helper(node: ast.expr, which: str) -> bool:
     return isinstance(node, ast.Name) and anno(node).get("helper") == which
 
 
-def _summed(stmt: ast.stmt) -> tuple[str, str, str] | None:
-    """``(g_b, g_z, b)`` of ``g_b = accumulate(g_b, unbroadcast(g_z, b))``."""
+def _accumulated(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
+    """``(g, part)`` of ``g = accumulate(g, part)``."""
     if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
@@ -135,6 +135,15 @@ def _summed(stmt: ast.stmt) -> tuple[str, str, str] | None:
     target = stmt.targets[0].id
     if not (isinstance(acc, ast.Name) and acc.id == target):
         return None
+    return target, part
+
+
+def _summed(stmt: ast.stmt) -> tuple[str, str, str] | None:
+    """``(g_b, g_z, b)`` of ``g_b = accumulate(g_b, unbroadcast(g_z, b))``."""
+    found = _accumulated(stmt)
+    if found is None:
+        return None
+    target, part = found
     if not (
         isinstance(part, ast.Call)
         and _helper(part.func, "unbroadcast")
@@ -198,20 +207,10 @@ def _rewrite(
 def _stacked(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
     """``(g_w, the d_step_product_rhs call)`` of ``g_w = accumulate(g_w,
     d_step_product_rhs(...)[0])``."""
-    if not (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(stmt.value, ast.Call)
-        and _helper(stmt.value.func, "accumulate")
-        and len(stmt.value.args) == 2
-        and not stmt.value.keywords
-    ):
+    found = _accumulated(stmt)
+    if found is None:
         return None
-    acc, part = stmt.value.args
-    target = stmt.targets[0].id
-    if not (isinstance(acc, ast.Name) and acc.id == target):
-        return None
+    target, part = found
     if not (
         isinstance(part, ast.Subscript)
         and isinstance(part.slice, ast.Constant)
