@@ -331,6 +331,10 @@ SHAPES = [
     (np.select, ([np.array([True, False, False]), np.array([True, True, False])],
                  [rnd(3), rnd(3)], rnd(3)), {}),
     (np.select, ([np.array([[True], [False]])], [rnd(2, 3)], 0.5), {}),
+    (np.convolve, (rnd(5), rnd(3)), {}), (np.convolve, (rnd(3), rnd(5), "same"), {}),
+    (np.correlate, (rnd(5), rnd(2)), {"mode": "full"}),
+    (np.polyval, (rnd(4), rnd(3)), {}),
+    (np.trapezoid, (rnd(3, 5), np.sort(rnd(5))), {}), (np.trapezoid, (rnd(4), None, 0.3), {}),
 ]  # fmt: skip
 if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))

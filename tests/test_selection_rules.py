@@ -73,3 +73,68 @@ def test_second_order():
             - g(args[0] - h * v.reshape(args[0].shape))
         ) / (2 * h)
         np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- sequences
+
+
+def smoothed_signal(x, k):
+    # a moving average and a matched filter, as in signal-processing code
+    y = np.convolve(x, k / np.sum(k), mode="same")
+    return np.sum(np.correlate(y, x[:3], mode="valid") ** 2)
+
+
+def fitted_polynomial(p, t):
+    return np.sum((np.polyval(p, t) - np.sin(t)) ** 2)
+
+
+def energy(y, x):
+    # the trapezoid integral of y^2 over a grid that is itself differentiated
+    return np.trapezoid(y**2, x) + np.trapezoid(np.tanh(y), dx=0.1)
+
+
+def test_sequence_programs_against_central_differences():
+    check_repeated_calls(smoothed_signal, (_r(9), np.abs(_r(3)) + 0.5))
+    check_repeated_calls(fitted_polynomial, (_r(4), np.linspace(-1.0, 1.0, 7)))
+    check_repeated_calls(energy, (_r(6), np.cumsum(np.abs(_r(6))) + 0.1))
+    s2sad.check_grads(
+        smoothed_signal, (_r(7), np.abs(_r(2)) + 0.5), modes=("rev", "fwd")
+    )
+    s2sad.check_grads(energy, (_r(5), np.cumsum(np.abs(_r(5)))), modes=("rev", "fwd"))
+    hv = s2sad.hvp(fitted_polynomial, argnums=0)
+    p, t, v = _r(4), np.linspace(-1.0, 1.0, 7), _r(4)
+    g = s2sad.grad(fitted_polynomial, argnums=0)
+    fd = (g(p + 1e-5 * v, t) - g(p - 1e-5 * v, t)) / 2e-5
+    np.testing.assert_allclose(hv(p, t, v), fd, rtol=1e-5, atol=1e-8)
+
+
+def _hvp_against_differences(f, args, k):
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal(np.shape(args[k]))
+    hv = s2sad.hvp(f, argnums=k)(*args, v)
+    g = s2sad.grad(f, argnums=k)
+
+    def at(s):
+        moved = list(args)
+        moved[k] = args[k] + s * v
+        return g(*moved)
+
+    np.testing.assert_allclose(hv, (at(1e-5) - at(-1e-5)) / 2e-5, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "f, args, k",
+    [
+        (energy, (np.linspace(-0.5, 0.8, 6), np.cumsum(np.linspace(0.2, 0.7, 6))), 0),
+        (energy, (np.linspace(-0.5, 0.8, 6), np.cumsum(np.linspace(0.2, 0.7, 6))), 1),
+        (
+            fitted_polynomial,
+            (np.array([0.3, -0.2, 0.5, 0.1]), np.linspace(-1, 1, 5)),
+            1,
+        ),
+        (smoothed_signal, (np.linspace(-1.0, 1.3, 8), np.array([0.5, 1.0, 0.7])), 0),
+        (smoothed_signal, (np.linspace(-1.0, 1.3, 8), np.array([0.5, 1.0, 0.7])), 1),
+    ],
+)
+def test_second_order_of_the_sequence_rules(f, args, k):
+    _hvp_against_differences(f, args, k)

@@ -31,6 +31,7 @@ RULE_MODULES = (
     "objects",
     "pyfuncs",
     "quantiles",
+    "sequences",
     "reductions",
     "shapes",
     "statistics",
