@@ -36,6 +36,14 @@ def through_format_and_strip(x):
     return np.float64(s.strip()) * x
 
 
+def through_percent_format(x):
+    return float("%.17g" % x) * x  # noqa: UP031 - the pattern under test
+
+
+def through_format_method(x):
+    return float("{:.17g}".format(x)) * x  # noqa: UP032 - the pattern under test
+
+
 def printed_and_logged(x):
     print(f"x = {x}")
     log.info("x is %s", str(x))
@@ -56,6 +64,8 @@ def parsed_but_unused(x):
         (through_str, "float(s)"),
         (through_fstring, "float(f"),
         (through_format_and_strip, "np.float64("),
+        (through_percent_format, "% x"),
+        (through_format_method, ".format(x)"),
     ],
 )
 @pytest.mark.parametrize("mode", ["reverse", "forward"])

@@ -58,13 +58,24 @@ def _texty(e: ast.expr, carriers: set[str], texts: set[str]) -> bool:
             for v in e.values
         )
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mod)):
+        if isinstance(e.op, ast.Mod) and _is_text(e.left):  # "%.6f" % x
+            return bool(_names(e.right) & carriers) or _texty(e.right, carriers, texts)
         return _texty(e.left, carriers, texts) or _texty(e.right, carriers, texts)
     if isinstance(e, ast.Call):
         if _is(_target(anno(e).get("call")), _TO_TEXT):
             return any(_names(a) & carriers for a in e.args)
-        func = e.func  # a method of text: s.strip(), s.replace(...)
-        return isinstance(func, ast.Attribute) and _texty(func.value, carriers, texts)
+        func = e.func  # a method of text: s.strip(), s.replace(...), "{}".format(x)
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr == "format" and _is_text(func.value):
+            values = [*e.args, *(k.value for k in e.keywords)]
+            return any(_names(a) & carriers for a in values)
+        return _texty(func.value, carriers, texts)
     return False
+
+
+def _is_text(e: ast.expr) -> bool:
+    return isinstance(e, ast.Constant) and isinstance(e.value, str)
 
 
 def _parses(c: ast.AST, carriers: set[str], texts: set[str]) -> bool:
