@@ -91,3 +91,27 @@ def test_the_cache_key_tells_partials_of_other_shapes_apart():
     assert a != cache._identity(functools.partial(power_sum, scale=3.0))
     assert a != cache._identity(functools.partial(leaky, e=3.0))
     assert a != cache._identity(functools.partial(power_sum, 1.0, e=3.0))
+
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, x, scale=1.0):
+        return np.sum(np.tanh(self.w * x)) * scale
+
+
+bound_layer = functools.partial(Layer(np.array([0.5, -1.0, 2.0])).apply, scale=2.0)
+
+
+def through_a_partial_method(x):
+    return bound_layer(x)
+
+
+def test_a_partial_of_a_bound_method_stays_refused():
+    """Unwrapped, it would pass the partial object as the method's self (an
+    AttributeError while the gradient ran): refused with its line instead."""
+    from s2sad.errors import MissingRuleError
+
+    with pytest.raises(MissingRuleError, match="functools.partial"):
+        s2sad.grad(through_a_partial_method)(np.array([0.3, 0.1, -0.2]))

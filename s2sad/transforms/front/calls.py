@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import inspect
 import site
@@ -27,6 +26,7 @@ import numpy as np
 
 from s2sad.runtime import registry
 from s2sad.transforms.astutil import anno, call, const, copy_loc, stores
+from s2sad.transforms.front import partials
 from s2sad.transforms.front.arguments import (
     KEYWORD_ONLY,
     POSITIONAL,
@@ -125,37 +125,8 @@ class CallNormalizer(ArgumentBinder):
         return out
 
     def unwrap_partial(self, e: ast.Call) -> ast.Call:
-        """``act(x)`` where the global ``act`` is ``functools.partial(f, *a,
-        **k)``: the call Python makes, ``act.func(act.args[0], ..., x,
-        k=act.keywords['k'])``.  ``f`` is resolved when the code compiles (a
-        rebound ``act`` compiles again, as any global does); the stored
-        arguments are read from the object when it runs."""
-        func = e.func
-        if not self.is_static(func) or any(isinstance(a, ast.Starred) for a in e.args):
-            return e
-        obj = self.resolve(func)
-        if type(obj) is not functools.partial or any(k.arg is None for k in e.keywords):
-            return e
-
-        def part(attr: str, key: Any) -> ast.expr:
-            held = ast.Attribute(value=copy.deepcopy(func), attr=attr, ctx=ast.Load())
-            return ast.Subscript(value=held, slice=ast.Constant(key), ctx=ast.Load())
-
-        given = {k.arg for k in e.keywords}
-        call = ast.Call(
-            func=ast.Attribute(value=copy.deepcopy(func), attr="func", ctx=ast.Load()),
-            args=[part("args", i) for i in range(len(obj.args))] + list(e.args),
-            keywords=[
-                ast.keyword(arg=k, value=part("keywords", k))
-                for k in obj.keywords
-                if k not in given
-            ]
-            + list(e.keywords),
-        )
-        for n in ast.walk(call):
-            if isinstance(n, (ast.expr, ast.keyword)) and not hasattr(n, "lineno"):
-                ast.copy_location(n, e)
-        return call
+        """See :func:`partials.unwrap`."""
+        return partials.unwrap(self, e)
 
     def super_method(self, func: ast.expr) -> CallInfo | None:
         """``super().f(x)`` in a method compiled for a receiver whose value is
