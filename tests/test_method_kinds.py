@@ -92,3 +92,22 @@ def test_a_class_method_reads_the_class_not_the_object():
 def test_forward_mode():
     x = np.array([0.5, -0.4, 1.1])
     s2sad.check_grads(through_global_object, (x,), modes=("rev", "fwd"))
+
+
+class Derived(Base):
+    def run(self, x):
+        return super().h(x) * 3.0  # a classmethod through super(): cls is Derived
+
+
+def through_super_class_method(x, obj):
+    return obj.run(x)
+
+
+def test_a_class_method_through_super_gets_the_class():
+    x = np.array([1.0, 2.0])
+    obj = Derived(np.array([0.1, 0.2]))
+    assert through_super_class_method(x, obj) == 30.0  # 5 * 2.0 * 3, not 5 * 5.0 * 3
+    for _ in range(2):
+        value, g = s2sad.value_and_grad(through_super_class_method)(x, obj)
+        assert value == 30.0
+        np.testing.assert_allclose(g, 12.0 * x)

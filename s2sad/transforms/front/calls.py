@@ -158,21 +158,29 @@ class CallNormalizer(ArgumentBinder):
             return None
         if not isinstance(method, types.MethodType):
             return None
-        info = classify_object(method, ast.Name(id=params[0].arg, ctx=ast.Load()))
-        return info if info.kind == "user" else None
+        receiver = ast.Name(id=params[0].arg, ctx=ast.Load())
+        info = classify_object(method, receiver)
+        if info.kind != "user":
+            return None
+        if _class_bound(method):  # super().h(x), h a classmethod: cls, not self
+            info.extra["self"] = call("type", receiver)
+        return info
 
     def without_super(self, e: ast.Call, info: CallInfo) -> ast.Call:
         """``super().f(x)`` classified by :meth:`super_method`: the call written
         on the receiver (``self.f``), so no ``super()`` is left in the code (the
         call goes to the method the classification found)."""
+        receiver = info.extra.get("self")
+        if isinstance(receiver, ast.Call) and receiver.args:  # type(self): a cls
+            receiver = receiver.args[0]
         if not (
             info.kind == "user"
             and isinstance(e.func, ast.Attribute)
             and isinstance(e.func.value, ast.Call)
-            and isinstance(info.extra.get("self"), ast.Name)
+            and isinstance(receiver, ast.Name)
         ):
             return e
-        held = ast.Attribute(value=info.extra["self"], attr=e.func.attr, ctx=ast.Load())
+        held = ast.Attribute(value=receiver, attr=e.func.attr, ctx=ast.Load())
         return copy_loc(ast.Call(func=held, args=e.args, keywords=e.keywords), e)
 
     def is_static(self, expr: ast.expr) -> bool:
