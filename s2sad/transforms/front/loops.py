@@ -249,20 +249,8 @@ class LoopNormalizer:
             if it.id in rebound or it.id not in self.parsed.example_args:
                 return None
             return _value_kind(self.parsed.example_args[it.id])
-        values = [
-            n.value
-            for n in ast.walk(self.parsed.node)
-            if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)
-        ]
-        bindings = sum(
-            1
-            for n in ast.walk(self.parsed.node)
-            if isinstance(n, ast.Name)
-            and n.id == it.id
-            and isinstance(n.ctx, ast.Store)
-        )
-        if not values or len(values) != bindings:
+        values = self._assigned_values(it.id)
+        if not values:
             return None
         kinds = {self._kind(v, seen | {it.id}) for v in values}
         return kinds.pop() if len(kinds) == 1 else None
@@ -280,22 +268,23 @@ class LoopNormalizer:
             return False
         if d.id in self.params:
             return self._kind(d) == "dict"
-        values = [
-            n.value
-            for n in ast.walk(self.parsed.node)
-            if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == d.id for t in n.targets)
-        ]
-        bindings = sum(
-            1
-            for n in ast.walk(self.parsed.node)
-            if isinstance(n, ast.Name) and n.id == d.id and isinstance(n.ctx, ast.Store)
-        )
-        return (
-            bool(values)
-            and len(values) == bindings
-            and all(self._sure_plain(v, seen | {d.id}) for v in values)
-        )
+        values = self._assigned_values(d.id)
+        return bool(values) and all(self._sure_plain(v, seen | {d.id}) for v in values)
+
+    def _assigned_values(self, var: str) -> list[ast.expr]:
+        """The values a local is assigned, when every binding of it is a plain
+        assignment (else empty: a loop target, an unpacking, an ``aug``)."""
+        values, bindings = [], 0
+        for n in ast.walk(self.parsed.node):
+            if isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == var for t in n.targets
+            ):
+                values.append(n.value)
+            elif (
+                isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
+            ):
+                bindings += 1
+        return values if values and len(values) == bindings else []
 
     def _call_kind(self, it: ast.Call) -> str | None:
         if (
