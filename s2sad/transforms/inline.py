@@ -161,11 +161,7 @@ def _fused_call(rule_fn, form: InlineForm, mapping: dict) -> ast.expr | None:
     kernel = kernel_of(rule_fn)
     if kernel is None or len(form.result.elts) != 1:
         return None
-    params = [
-        p.name
-        for p in inspect.signature(kernel).parameters.values()
-        if p.name != "out" and p.default is inspect.Parameter.empty
-    ]
+    params = _kernel_params(kernel)
     read = {n.id for n in ast.walk(form.result) if isinstance(n, ast.Name)}
     if not all(p in read and p in mapping for p in params):
         return None
@@ -173,6 +169,16 @@ def _fused_call(rule_fn, form: InlineForm, mapping: dict) -> ast.expr | None:
     anno(func)["kernel"] = kernel
     args = [copy.deepcopy(mapping[p]) for p in params]
     return ast.Call(func=func, args=args, keywords=[])
+
+
+@functools.cache
+def _kernel_params(kernel) -> tuple[str, ...]:
+    """A fused kernel's operands: its parameters without a default but ``out``."""
+    return tuple(
+        p.name
+        for p in inspect.signature(kernel).parameters.values()
+        if p.name != "out" and p.default is inspect.Parameter.empty
+    )
 
 
 def inline_single(
