@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime import backend
-from s2sad.runtime.reductions import into_buffer, like
+from s2sad.runtime.reductions import float_dtype, into_buffer, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import add, exclusive
 from s2sad.runtime.tangents import filled, linear, tangent
@@ -36,18 +36,12 @@ from s2sad.runtime.workspace import owned
 # ---------------------------------------------------------------- helpers
 
 
-def _float_dtype(x: Any) -> np.dtype:
-    """``x``'s dtype if it is a float dtype, else float64 (the cotangent's dtype)."""
-    dtype = getattr(x, "dtype", None)
-    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
-
-
 def _float_zeros(x: Any, out: np.ndarray | None = None) -> np.ndarray:
     """Zeros shaped like ``x`` in its float dtype: ``out`` cleared, or a new array."""
     if out is not None:
         out.fill(0)
         return out
-    return np.zeros(np.shape(x), dtype=_float_dtype(x))
+    return np.zeros(np.shape(x), dtype=float_dtype(x))
 
 
 def _is_basic(idx: Any) -> bool:
@@ -75,7 +69,7 @@ def scatter(g: Any, x: Any, idx: Any, out: np.ndarray | None = None) -> np.ndarr
     ``out`` must have x's shape and float dtype; it is overwritten and returned.
     """
     if backend.is_foreign(x) and _is_basic(idx):  # zeros in x's library (Dask)
-        ct = np.zeros_like(x, dtype=_float_dtype(x))
+        ct = np.zeros_like(x, dtype=float_dtype(x))
         ct[idx] = g
         return ct
     if out is not None and out.size >= SMALL and _zero_outside(out, idx):
@@ -240,7 +234,7 @@ def d_getitem(g, ans, x, idx, *, into=None):
         return ({idx: g}, None)
     if isinstance(x, (list, tuple, dict)):
         return (_container_ct(g, x, idx), None)
-    buf = None if into is None else into_buffer(into, 0, np.shape(x), _float_dtype(x))
+    buf = None if into is None else into_buffer(into, 0, np.shape(x), float_dtype(x))
     return (scatter(g, x, idx, buf), None)
 
 
@@ -260,7 +254,7 @@ def add_at_index(acc, g, x, idx, *, out=None):
         type(acc) is np.ndarray
         and type(x) is np.ndarray
         and acc.shape == x.shape
-        and acc.dtype == _float_dtype(x)
+        and acc.dtype == float_dtype(x)
         and _is_basic(idx)
     ):
         if not (exclusive(acc) or (owned(acc) and exclusive(acc, 1))):

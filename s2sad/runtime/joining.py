@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.runtime.reductions import like
+from s2sad.runtime.reductions import float_dtype, like
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import linear, tangent
@@ -175,11 +175,11 @@ def d_delete(g, ans, arr, obj, axis=None):
     """The kept entries get ``g`` back at their places; deleted ones zero."""
     a = np.asarray(arr)
     if axis is None:
-        ct = np.zeros(a.size, dtype=_float(g))
+        ct = np.zeros(a.size, dtype=float_dtype(g))
         ct[np.delete(np.arange(a.size), obj)] = g
         return (like(ct.reshape(a.shape), arr), None)
     kept = np.delete(np.arange(a.shape[axis]), obj)
-    ct = np.zeros(a.shape, dtype=_float(g))
+    ct = np.zeros(a.shape, dtype=float_dtype(g))
     at = (slice(None),) * (axis % a.ndim) + (kept,)
     ct[at] = g
     return (like(ct, arr), None)
@@ -194,7 +194,7 @@ def d_resize(g, ans, a, new_shape):
     flat = np.ravel(g)
     source = np.arange(flat.size) % x.size
     sums = np.bincount(source, weights=flat, minlength=x.size)
-    return (like(sums.reshape(x.shape).astype(_float(g)), a), None)
+    return (like(sums.reshape(x.shape).astype(float_dtype(g)), a), None)
 
 
 def _chosen(condlist, shape) -> tuple[list, np.ndarray]:
@@ -216,11 +216,6 @@ def d_select(g, ans, condlist, choicelist, default=0):
     taken, rest = _chosen(condlist, np.shape(ans))
     cts = [unbroadcast(g * m, c) for m, c in zip(taken, choicelist)]
     return (None, cts, unbroadcast(g * rest, default))
-
-
-def _float(g: Any) -> Any:
-    dtype = np.result_type(g)
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
 # ---------------------------------------------------------------- methods

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.activations import d_log_softmax
+from s2sad.runtime.reductions import float_dtype
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import tangent
@@ -62,11 +63,6 @@ def _reduce(value: Any, reduce: str | None) -> Any:
             return s.dtype.type(s / np.intp(value.size))
         return value.mean()
     return np.mean(value) if reduce == "mean" else np.sum(value)
-
-
-def _float_dtype(x: Any) -> np.dtype:
-    dtype = getattr(x, "dtype", None)
-    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
 
 
 # -- the Bernoulli log-likelihood of a sigmoid --------------------------------------
@@ -221,7 +217,7 @@ def _picked_ct(g: Any, logp: Any, rows: Any, cols: Any, reduce: str) -> Any:
     # imported here: loading the rule modules may start inside indexing's import
     from s2sad.runtime.indexing import scatter
 
-    return scatter(np.full(shape, c, dtype=_float_dtype(logp)), logp, (rows, cols))
+    return scatter(np.full(shape, c, dtype=float_dtype(logp)), logp, (rows, cols))
 
 
 @adjoint(picked_log_softmax_as_written)

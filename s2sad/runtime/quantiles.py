@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from s2sad.runtime.reductions import axes_of, expand, from_last, like, to_last
+from s2sad.runtime.reductions import (
+    axes_of,
+    expand,
+    float_dtype,
+    from_last,
+    like,
+    to_last,
+)
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.tangents import linear, tangent
-
-
-def _float_dtype(g):
-    dtype = np.result_type(g)
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
 def _quantile_picks(a, q, axis, method, weights, interpolation):
@@ -54,7 +56,7 @@ def _d_quantile(g, a, q, axis, keepdims, method, weights, interpolation):
         x, q, axis, method, weights, interpolation
     )
     ge = np.reshape(expand(g, x, axis, keepdims), flat.shape[:-1] + (1,))
-    ct = np.zeros(flat.shape, dtype=_float_dtype(g))
+    ct = np.zeros(flat.shape, dtype=float_dtype(g))
     np.put_along_axis(ct, order[..., [lo]], ge * (1.0 - frac), -1)
     if hi != lo:  # pos = n - 1 has frac 0 and one pick
         np.put_along_axis(ct, order[..., [hi]], ge * frac, -1)
@@ -83,9 +85,7 @@ def d_percentile(g, ans, a, q, axis=None, out=None, overwrite_input=False,
 
 def _jvp_quantile(t, a, q, axis, keepdims, method, weights, interpolation):
     x = np.asarray(a)
-    _, order, lo, hi, frac = _quantile_picks(
-        x, q, axis, method, weights, interpolation
-    )
+    _, order, lo, hi, frac = _quantile_picks(x, q, axis, method, weights, interpolation)
     tf = to_last(np.broadcast_to(t, x.shape), axes_of(x.ndim, axis))
     picked = np.take_along_axis(tf, order[..., [lo]], -1)[..., 0] * (1.0 - frac)
     if hi != lo:
@@ -104,9 +104,7 @@ def jvp_quantile(t, ans, a, q, axis=None, out=None, overwrite_input=False,
 
 def _jvp_quantile_q(t, a, q, axis, keepdims, method, weights, interpolation):
     x = np.asarray(a)
-    flat, order, lo, hi, _ = _quantile_picks(
-        x, q, axis, method, weights, interpolation
-    )
+    flat, order, lo, hi, _ = _quantile_picks(x, q, axis, method, weights, interpolation)
     rate = np.take_along_axis(flat, order[..., [hi]], -1)[..., 0]
     rate = (rate - np.take_along_axis(flat, order[..., [lo]], -1)[..., 0]) * (
         flat.shape[-1] - 1

@@ -53,6 +53,12 @@ def expand(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return np.expand_dims(g, axes)
 
 
+def float_dtype(x: Any) -> np.dtype:
+    """``x``'s dtype if it is a float dtype, else float64 (a cotangent's dtype)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
 def like(ct: Any, x: Any) -> Any:
     """Cast ``ct`` to ``x``'s float dtype; split it into a list if ``x`` is a list."""
     if isinstance(x, (list, tuple)):

@@ -27,6 +27,7 @@ from s2sad.runtime.reductions import (
     axes_of,
     count,
     expand,
+    float_dtype,
     from_last,
     like,
     mask_share,
@@ -170,19 +171,14 @@ def _length_along(extra: Any, axis: int) -> int:
 # ---------------------------------------------------------------- order statistics
 
 
-def _float_dtype(g: Any) -> np.dtype:
-    dtype = getattr(g, "dtype", None)
-    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
-
-
 @adjoint(np.sort)
 def d_sort(g, ans, a, axis=-1, kind=None, order=None, **kwargs):
     a = np.asarray(a)
     if axis is None:
-        ct = np.zeros(a.size, dtype=_float_dtype(g))
+        ct = np.zeros(a.size, dtype=float_dtype(g))
         ct[np.argsort(a, axis=None, kind="stable")] = g
         return (like(ct.reshape(a.shape), a),)
-    ct = np.zeros(a.shape, dtype=_float_dtype(g))
+    ct = np.zeros(a.shape, dtype=float_dtype(g))
     np.put_along_axis(ct, np.argsort(a, axis=axis, kind="stable"), g, axis=axis)
     return (like(ct, a),)
 
@@ -197,7 +193,7 @@ def d_median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=Fal
     middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
     picked = np.argsort(flat, axis=-1, kind="stable")[..., middle]
     ge = np.reshape(expand(g, a, axis, keepdims), flat.shape[:-1] + (1,))
-    ct = np.zeros(flat.shape, dtype=_float_dtype(g))
+    ct = np.zeros(flat.shape, dtype=float_dtype(g))
     np.put_along_axis(ct, picked, np.broadcast_to(ge / len(middle), picked.shape), -1)
     return (like(from_last(ct, a.shape, axes), a),)
 
