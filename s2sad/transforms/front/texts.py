@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, loads
 
 #: calls whose result is the text of their arguments
 _TO_TEXT = (builtins.str, builtins.repr, builtins.format, builtins.ascii)
@@ -43,10 +43,6 @@ def _is(fn: Any, group: tuple) -> bool:
     return any(fn is f for f in group)
 
 
-def _names(e: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(e) if isinstance(n, ast.Name)}
-
-
 def _texty(e: ast.expr, carriers: set[str], texts: set[str]) -> bool:
     """Whether ``e`` is text made from a differentiated value: ``texts`` are
     names holding such text, ``carriers`` those and the active names."""
@@ -54,22 +50,22 @@ def _texty(e: ast.expr, carriers: set[str], texts: set[str]) -> bool:
         return e.id in texts
     if isinstance(e, ast.JoinedStr):
         return any(
-            isinstance(v, ast.FormattedValue) and bool(_names(v.value) & carriers)
+            isinstance(v, ast.FormattedValue) and bool(loads(v.value) & carriers)
             for v in e.values
         )
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mod)):
         if isinstance(e.op, ast.Mod) and _is_text(e.left):  # "%.6f" % x
-            return bool(_names(e.right) & carriers) or _texty(e.right, carriers, texts)
+            return bool(loads(e.right) & carriers) or _texty(e.right, carriers, texts)
         return _texty(e.left, carriers, texts) or _texty(e.right, carriers, texts)
     if isinstance(e, ast.Call):
         if _is(_target(anno(e).get("call")), _TO_TEXT):
-            return any(_names(a) & carriers for a in e.args)
+            return any(loads(a) & carriers for a in e.args)
         func = e.func  # a method of text: s.strip(), s.replace(...), "{}".format(x)
         if not isinstance(func, ast.Attribute):
             return False
         if func.attr == "format" and _is_text(func.value):
             values = [*e.args, *(k.value for k in e.keywords)]
-            return any(_names(a) & carriers for a in values)
+            return any(loads(a) & carriers for a in values)
         return _texty(func.value, carriers, texts)
     return False
 
