@@ -249,17 +249,12 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
             )
         g_matmul = None
         matmul = tape.pop()
-    g_params_item_3 = accumulate(
-        g_params_item_3,
-        unbroadcast(g_params_item_3_steps, params_item_3),
-        out=ws.take("g_params_item_3"),
-    )
     t = t_old_1
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
     g_params_item_1_steps_1 = g_params_item_1_steps
-    g_params_item_3_steps_1 = None
+    g_params_item_3_steps_1 = g_params_item_3_steps
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
         g_add_2 = None
@@ -306,7 +301,7 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_3 = accumulate(
         g_params_item_3,
         unbroadcast(g_params_item_3_steps_1, params_item_3),
-        out=ws.take("g_params_item_3.2"),
+        out=ws.take("g_params_item_3"),
     )
     for t_once in reversed(r_once):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])

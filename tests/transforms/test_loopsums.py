@@ -131,7 +131,11 @@ def test_emitted_form():
     code = after("loopsums", rnn, (0, 1, 2, 3))
     assert "g_b_steps = None" in code
     assert "g_b_steps = sum_steps(g_b_steps, " in code
-    assert "g_b = accumulate(g_b, unbroadcast(g_b_steps, b))" in code
+    # the peeled loop's second backward loop goes on with the first one's sum,
+    # summed down once after both
+    assert "g_b_steps_1 = g_b_steps\n" in code
+    assert "g_b = accumulate(g_b, unbroadcast(g_b_steps_1, b))" in code
+    assert code.count("unbroadcast(g_b_steps") == 1
 
 
 def test_plain_module_keeps_per_step_sums():

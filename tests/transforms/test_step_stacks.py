@@ -136,6 +136,9 @@ def test_emitted_form():
     # ... continue one stack: one product after both
     assert "g_Wx_steps_1 = g_Wx_steps\n" in src
     assert src.count("stacked_product(") == 1
+    # ... and one sum of the bias's steps, summed down once after both loops
+    assert "g_b_steps_1 = g_b_steps\n" in src
+    assert src.count("unbroadcast(g_b_steps") == 1
     # where the steps are not stacked (each step's own product) the sum is an
     # array: a workspace buffer for it
     assert 'out=ws.take("g_Wx_steps")' in src

@@ -20,7 +20,9 @@ step) and ``g_b`` is read nowhere else in it, the pass writes::
 ``runtime.stepreads.sum_steps`` adds the steps' ``g_z`` entry by entry into an
 array of its own (one elementwise add a step instead of a reduction and an
 add) and falls back to summing a step down at once where its shape or dtype
-differs.
+differs.  The two loops of a peeled loop's backward sweep (``peel.py``)
+share one sum: the second starts from the first's, and one sum down follows
+both (``_merge``, as for the stacks below).
 
 A loop's ``step_product`` (the ``hoist`` pass) gets, for its weight ``w``,
 ``g_w = accumulate(g_w, d_step_product_rhs(g_m, m, R, x, w, axis, t)[0])``:
@@ -84,16 +86,17 @@ def _blocks(stmts: list[ast.stmt], module: Any) -> None:
 
 
 def _merge(stmts: list[ast.stmt], i: int, stacks: list, pending: dict) -> int:
-    """Continue the stack of an earlier loop of ``stmts`` (the loops of a
-    peeled loop's backward sweep) in the loop at ``i``: its sum after that
-    loop is dropped and this loop's stack starts as that loop's, so that one
-    product sums both loops' steps.  Only when nothing between the two
-    loops names ``g_w``, ``R`` or the stack.  How many statements before
-    ``i`` were removed."""
+    """Continue the stack (or the ``sum_steps`` sum) of an earlier loop of
+    ``stmts`` (the loops of a peeled loop's backward sweep) in the loop at
+    ``i``: its sum after that loop is dropped and this loop's stack starts as
+    that loop's, so that one product (one sum down) covers both loops'
+    steps.  Only when nothing between the two loops names ``g_w``, ``R`` (the
+    summed-down ``b``) or the stack.  How many statements before ``i`` were
+    removed."""
     removed = 0
-    for g_w, prod, steps_name, start, total in stacks:
-        earlier = pending.get((g_w, prod))
-        pending[(g_w, prod)] = (total, steps_name)
+    for g_w, prod, steps_name, start, total, kind in stacks:
+        earlier = pending.get((g_w, prod, kind))
+        pending[(g_w, prod, kind)] = (total, steps_name)
         if earlier is None:
             continue
         total_before, steps_before = earlier
@@ -194,13 +197,16 @@ def _rewrite(
         old = block[k]
         new = call(helper, name(steps_name), name(g_z), name(b))
         block[k] = assign(steps_name, new, like=old)
-        before.append(assign(steps_name, const(None), like=loop))
+        start = assign(steps_name, const(None), like=loop)
+        before.append(start)
         total = call(
             module.helper("accumulate"),
             name(g_b),
             call(module.helper("unbroadcast"), name(steps_name), name(b)),
         )
-        after.append(assign(g_b, total, like=old))
+        summed = assign(g_b, total, like=old)
+        after.append(summed)
+        stacks.append((g_b, b, steps_name, start, summed, "sum"))
     return before, after
 
 
@@ -259,4 +265,4 @@ def _stacks(loop: ast.For, module: Any, stored, loaded, before, after, stacks) -
             g_w, call(module.helper("accumulate"), name(g_w), total), like=old
         )
         after.append(summed)
-        stacks.append((g_w, prod.id, steps_name, start, summed))
+        stacks.append((g_w, prod.id, steps_name, start, summed, "stack"))
