@@ -20,6 +20,7 @@ import pytest
 import s2sad
 from s2sad import errors
 from tests.realistic import (  # noqa: F401  (each module registers its programs)
+    applied,
     classic,
     layers,
     nets,
