@@ -192,11 +192,23 @@ def _pair(job, module) -> tuple[ast.FunctionDef, ast.FunctionDef]:
     )
     saved = (["tape"] if fc.uses_tape else []) + [n for n in needed if n != "tape"]
     residual = ast.Tuple(elts=[name(n) for n in saved], ctx=ast.Load())
-    # names bound only on some paths must exist when the residual tuple is built
+    # names bound only on some paths (rebound, or bound only inside an ``if``
+    # or a loop: after an early return, in an empty loop) must exist when the
+    # residual tuple is built
+    surely = {
+        t.id
+        for s in fwd
+        if isinstance(s, ast.Assign)
+        for t in s.targets
+        if isinstance(t, ast.Name)
+    }
     partial = [
         assign(n, const(None))
         for n in saved
-        if n in fc.reassigned and n not in fc.saved_names and n not in params
+        if (n in fc.reassigned or n not in surely)
+        and n not in fc.saved_names
+        and n not in params
+        and n != "tape"
     ]
     fwd_body = _init_saved(fc, params, fwd) + partial + fwd
     fwd_body.append(ast.Return(value=ast.Tuple(elts=[ret, residual], ctx=ast.Load())))
