@@ -38,6 +38,29 @@ def test_fixed_budget_has_no_invalid_program(tmp_path):
     assert counts["ok"] >= 10
 
 
+LATER_FORMS = ("SOFT(", "OPS.", "Ops.", "early_sum(", "np.convolve(", "np.polyval(")
+
+
+def test_later_call_forms_are_generated_and_differentiate(tmp_path):
+    """The forms of fuzz/moreforms.py (a global partial, a static and a class
+    method through an object, a callee with an early return ahead of a loop,
+    the sequence rules) appear in the stream, and programs using them are
+    differentiated right (checked against central differences by ``check``)."""
+    found = {}
+    for index in range(300):
+        prog = generate(11, index)
+        body = prog.source.split("def target")[1]
+        for form in LATER_FORMS:
+            if form in body and form not in found and prog.expected == "ok":
+                found[form] = prog
+        if len(found) == len(LATER_FORMS):
+            break
+    assert set(found) == set(LATER_FORMS)
+    for form, prog in found.items():
+        res = check(prog, str(tmp_path))
+        assert res.cls in ("ok", "false_refusal"), (form, res.cls, res.detail, prog.source)
+
+
 def test_generation_is_deterministic():
     assert generate(3, 5).source == generate(3, 5).source
     assert generate(3, 5).source != generate(3, 6).source

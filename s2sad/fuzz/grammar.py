@@ -35,6 +35,7 @@ from s2sad.fuzz.exprs import (
     is_fresh,
 )
 from s2sad.fuzz.modules import ModuleParts
+from s2sad.fuzz.moreforms import EARLY, OPS, PARTIAL, MoreForms
 from s2sad.fuzz.newforms import APPLY_FN, CELL, NewForms
 
 HEADER = "import math\n\nimport numpy as np\n"
@@ -52,7 +53,7 @@ class Program:
     index: int = 0
 
 
-class Generator(NewForms, ModuleParts, ExprGen):
+class Generator(MoreForms, NewForms, ModuleParts, ExprGen):
     """Builds statements and whole modules on top of :class:`ExprGen`."""
 
     def __init__(self, rng: random.Random):
@@ -60,6 +61,7 @@ class Generator(NewForms, ModuleParts, ExprGen):
         self.counter = 0
         self.defs: list[str] = []
         self.new_forms = False  # the merged forms (newforms.py), drawn in generate()
+        self.more_forms = False  # the later call forms and rules (moreforms.py)
         self.in_target = False
 
     def fresh_name(self, prefix="v") -> str:
@@ -92,6 +94,8 @@ class Generator(NewForms, ModuleParts, ExprGen):
             kinds += ["jump"] * 3
         if self.new_forms:
             kinds += self.new_kinds(depth, loop)
+        if self.more_forms:
+            kinds += self.more_kinds()
         kind = r.choice(kinds)
         return getattr(self, "s_" + kind)(depth, loop, ret)
 
@@ -364,7 +368,11 @@ REFUSED = [
 
 
 def generate(
-    seed: int, index: int = 0, refuse_rate: float = 0.08, new_rate: float = 0.5
+    seed: int,
+    index: int = 0,
+    refuse_rate: float = 0.08,
+    new_rate: float = 0.5,
+    more_rate: float = 0.3,
 ) -> Program:
     """The program number ``index`` of stream ``seed`` (same inputs, same text)."""
     rng = random.Random(f"{seed}:{index}")
@@ -377,6 +385,16 @@ def generate(
     if g.new_forms and rng.random() < 0.4:
         parts.append(list(APPLY_FN))
         g.has_apply = True
+    if more_rate and rng.random() < more_rate:
+        g.more_forms = True
+        for lines_, flag in (
+            (PARTIAL, "has_partial"),
+            (OPS, "has_ops"),
+            (EARLY, "has_early"),
+        ):
+            if rng.random() < 0.5:
+                parts.append(list(lines_))
+                setattr(g, flag, True)
     if rng.random() < 0.4:
         parts.append(g.klass())
     for k in range(rng.randint(0, 3)):
@@ -394,9 +412,8 @@ def generate(
             for i, ln in enumerate(lines)
             if i > 0 and not ln.startswith(("     ", "    elif", "    else"))
         ]
-        at = (
-            1 if prog.token.startswith("x") else rng.choice(tops)
-        )  # x still the argument
+        # x still the argument; a global statement ahead of any use of the name
+        at = 1 if prog.token.startswith(("x", "global")) else rng.choice(tops)
         lines[at:at] = ["    " + s for s in snippet]
         prog.expected = "refused"
     parts.append(lines)
