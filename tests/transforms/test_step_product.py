@@ -44,13 +44,15 @@ def _rnn_args(r, n=6):
     )
 
 
-@pytest.fixture(params=["each step", "ahead", "time-major"])
+@pytest.fixture(params=["each step", "own layout", "ahead", "time-major"])
 def ahead(request, monkeypatch):
     """Each step's own product (AHEAD_ENTRIES and TIME_MAJOR_ENTRIES below any
-    size), all ahead in x's layout, or all ahead time-major (StepProducts)."""
-    monkeypatch.setattr(
-        stepreads, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
-    )
+    size, OWN_LAYOUT off), a StepProducts in x's own layout where x allows it
+    (OWN_LAYOUT), all ahead in x's layout (stepwise_matmul), or all ahead
+    time-major (StepProducts)."""
+    below = request.param in ("each step", "own layout")
+    monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1 if below else 1 << 40)
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", request.param == "own layout")
     monkeypatch.setattr(
         stepreads,
         "TIME_MAJOR_ENTRIES",
@@ -161,4 +163,11 @@ def test_step_product_runtime():
     # ahead only when a step's product is small
     assert type(stepreads.stepwise_ahead(x, w, 1, range(4))) is stepreads.StepProducts
     big = np.zeros((1000, 4, 2))
-    assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None
+    # a large step: in x's own layout where that needs no copy, else each
+    # step's own product
+    own = stepreads.stepwise_ahead(big, w, 1, range(4))
+    assert type(own) is stepreads.StepProducts and own.axis == 1
+    assert own.rows.base is big or own.rows.base is big.base  # no copy
+    assert stepreads.stepwise_ahead(big, w, 1, range(3)) is None  # not covered
+    strided = np.zeros((2000, 4, 2))[::2]
+    assert stepreads.stepwise_ahead(strided, w, 1, range(4)) is None
