@@ -61,6 +61,33 @@ def test_later_call_forms_are_generated_and_differentiate(tmp_path):
         assert res.cls in ("ok", "false_refusal"), (form, res.cls, res.detail, prog.source)
 
 
+def jvp_cos_wrong(t, ans, x):
+    return t * np.sin(x)  # sign error on purpose
+
+
+def test_forward_phase_checks_jvp(tmp_path):
+    """The forward phase (``--forward``) compares ``s2sad.jvp`` with the finite
+    differences along a tangent: right, then a wrong tangent rule is caught."""
+    from s2sad.runtime import registry, tangents
+
+    prog = program("def target(x):\n    return np.sum(np.cos(x) * x)\n")
+    assert check(prog, str(tmp_path), phases=("forward",)).cls == "ok"
+    registry.ensure_loaded()
+    key = registry.key_of(np.cos)
+    before = tangents._TANGENTS.get(key)  # (none: derived from the adjoint)
+    tangents.tangent(np.cos)(jvp_cos_wrong)
+    try:
+        prog.index = 1  # another module: compiled again
+        res = check(prog, str(tmp_path), phases=("forward",))
+    finally:
+        if before is None:
+            del tangents._TANGENTS[key]
+        else:
+            tangents._TANGENTS[key] = before
+        tangents._CHANGES[0] += 1
+    assert (res.cls, res.phase) == ("wrong", "forward"), res
+
+
 def test_generation_is_deterministic():
     assert generate(3, 5).source == generate(3, 5).source
     assert generate(3, 5).source != generate(3, 6).source

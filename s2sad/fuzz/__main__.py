@@ -41,6 +41,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--shrink-checks", type=int, default=300, help="checks per shrink")
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument(
+        "--forward",
+        action="store_true",
+        help="also check forward mode (s2sad.jvp along a random tangent)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     ns = ap.parse_args(argv)
     os.environ.setdefault(
@@ -54,10 +59,11 @@ def main(argv=None) -> int:
     shrunk: collections.Counter = collections.Counter()
     written: dict[str, str] = {}
     start = time.monotonic()
+    phases = ("plain", "buffered") + (("forward",) if ns.forward else ())
     for seed in seed_range(ns.seeds):
         for index in range(ns.count):
             prog = generate(seed, index)
-            res = check(prog, work)
+            res = check(prog, work, phases=phases)
             counts[res.cls] += 1
             if ns.verbose:
                 print(

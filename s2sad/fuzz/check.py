@@ -16,7 +16,11 @@ Classes (``Result.cls``):
 Each program is run twice: once as given (small arrays: no workspace) and once
 with the workspace thresholds forced to zero (``SMALL_BYTES``/``SPEED_BYTES``,
 as ``tests/corpus/test_corpus.py`` does), calling the gradient three times on
-the same shapes: plain first call, recording call, buffered call.
+the same shapes: plain first call, recording call, buffered call.  With the
+``forward`` phase (``python -m s2sad.fuzz --forward``) forward mode runs too:
+``s2sad.jvp`` along a random tangent against the finite differences' gradient
+along it (a program refused only there counts as a false refusal, phase
+``forward``).
 """
 
 from __future__ import annotations
@@ -235,6 +239,55 @@ def run_phase(fn, path, prog, points, phase) -> Result | None:
     return None
 
 
+def direction(prog: Program, args: list, k: int) -> list:
+    """A tangent per argument, drawn from the program's seed (like ``make_point``)."""
+    rng = np.random.default_rng([prog.seed, prog.index, k, 7])
+    return [
+        (
+            float(rng.uniform(-1.0, 1.0))
+            if np.ndim(a) == 0
+            else rng.uniform(-1.0, 1.0, size=np.shape(a))
+        )
+        for a in args
+    ]
+
+
+def run_forward(fn, path, prog, points) -> Result | None:
+    """Forward mode: ``s2sad.jvp(target, args, tangents)`` against the finite
+    differences' gradient along the tangent (a Result when anything is off)."""
+    import s2sad
+    from s2sad.errors import S2SADError
+
+    for p, (args, want_value, fd) in enumerate(points):
+        tangents = direction(prog, args, p)
+        try:
+            with np.errstate(all="ignore"):
+                value, t_out = s2sad.jvp(
+                    fn, tuple(copy.deepcopy(args)), tuple(tangents)
+                )
+        except S2SADError as e:
+            name = type(e).__name__
+            if prog.expected == "refused":
+                return Result("refused", "forward", str(e)[:300], name)
+            return Result("false_refusal", "forward", str(e)[:2000], name)
+        except Exception as e:  # noqa: BLE001
+            return Result(
+                "crash", "forward", f"{type(e).__name__}: {e}"[:2000], type(e).__name__
+            )
+        if not np.isclose(float(value), want_value, rtol=1e-9, atol=1e-12):
+            return Result("wrong", "forward", f"point {p}: value {float(value)!r}")
+        d = flatten(tangents)
+        want = float(fd @ d)
+        scale = 1.0 + float(np.abs(fd) @ np.abs(d))
+        if abs(float(t_out) - want) > RTOL * abs(want) + ATOL * scale:
+            return Result(
+                "wrong",
+                "forward",
+                f"point {p}: jvp {float(t_out)!r}, finite differences {want!r}",
+            )
+    return None
+
+
 def check(
     prog: Program,
     directory: str | None = None,
@@ -269,6 +322,8 @@ def check(
             if res is None and "buffered" in phases:
                 with forced_buffers():
                     res = run_phase(fn, path, prog, points, "buffered")
+            if res is None and "forward" in phases and prog.expected != "refused":
+                res = run_forward(fn, path, prog, points)
     except Timeout as e:
         res = Result("crash", "timeout", str(e), "Timeout")
     finally:

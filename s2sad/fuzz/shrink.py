@@ -187,7 +187,12 @@ def shrink(
 ) -> tuple[Program, Result, int]:
     """The smallest program found with the same failure key, its result, and checks used."""
     key = result.key()
-    phases = ("plain",) if key[1] in ("compile", "plain") else ("plain", "buffered")
+    if key[1] == "forward":
+        phases: tuple = ("forward",)
+    elif key[1] in ("compile", "plain"):
+        phases = ("plain",)
+    else:
+        phases = ("plain", "buffered")
     seen = {prog.source}
     checks, start = 0, time.monotonic()
     best, best_res = prog, result
