@@ -201,3 +201,27 @@ def finalize_dict(g: dict, x: dict, finalize: Callable) -> dict:
                 continue
         result[k] = finalize(gk, v)
     return result
+
+
+def field_tangent(t: Any, x: Any, attr: str) -> Any:
+    """Forward mode: the tangent of ``x.attr``, a field of a pytree value ``x``
+    (a namedtuple, or a dataclass's init field) whose tangent is ``t`` (a
+    value of ``x``'s type, or a dict of field tangents; None: zero).  Any
+    other attribute (a class attribute: a constant) has a zero tangent."""
+    if t is None:
+        return None
+    if is_namedtuple(x):
+        fields = type(x)._fields
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        fields = [f.name for f in _fields(x)]
+    else:
+        from s2sad.errors import UnsupportedOperationError
+
+        raise UnsupportedOperationError(
+            f"forward mode reads the attribute '{attr}' of a {type(x).__name__}, "
+            "which is no namedtuple or dataclass (a registered pytree's leaves "
+            "have no names); hint: pass its arrays as arguments, or use reverse mode"
+        )
+    if attr not in fields:
+        return None
+    return t.get(attr) if isinstance(t, dict) else getattr(t, attr)

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
-from s2sad.runtime import registry, support, tangents
+from s2sad.runtime import pytrees, registry, support, tangents
 from s2sad.transforms import inline
 from s2sad.transforms.front import activity
 from s2sad.transforms.front.calls import builtin_hint
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
 from s2sad.transforms.ops import BINOPS, UNARYOPS
 from s2sad.transforms.forward.exprs import Op, Tangent, op_tangent
-from s2sad.transforms.lattice import NONE, SET
+from s2sad.transforms.lattice import MAYBE, NONE, SET
 
 #: calls that change their first argument in place: f -> position of the new value
 MUTATORS = {support.restore_item: 2, tangents.set_item: 2, tangents.restore_tangent: 2}
@@ -268,6 +268,23 @@ def op_of_value(ff: FunctionForward, v: ast.expr) -> Op | None:
 
         return Op(fn, [v.value], build, node=v)
     return None
+
+
+def field_tangent(ff: FunctionForward, v: ast.expr) -> Tangent | None:
+    """``x.W`` of a pytree value ``x`` with a tangent (a namedtuple's or a
+    dataclass's field, no array attribute of a rule): its tangent's field
+    (``pytrees.field_tangent``, None for a class attribute), else None."""
+    if not (
+        isinstance(v, ast.Attribute)
+        and isinstance(v.value, ast.Name)
+        and ff.st(v.value.id) != NONE
+        and v.attr not in activity.INACTIVE_ATTRS
+        and registry.lookup_attribute(v.attr) is None
+    ):
+        return None
+    helper = ff.rule_ref(pytrees.field_tangent)
+    t = call(helper, name(ff.t(v.value.id)), name(v.value.id), const(v.attr))
+    return Tangent(t, MAYBE)
 
 
 def rule_tangent(

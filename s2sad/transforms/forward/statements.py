@@ -23,6 +23,7 @@ from s2sad.transforms.astutil import anno, assign, call, const, index_value, nam
 from s2sad.transforms.front.fresh import fresh_marks, refuse_unseen_change
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms.forward.function import (
+    field_tangent,
     INACTIVE_METHODS,
     MUTATORS,
     FunctionForward,
@@ -124,6 +125,8 @@ def value_tangent(
         )
     if isinstance(v, ast.Call):
         return _call_tangent(ff, x, v, pre)
+    if (field := field_tangent(ff, v)) is not None:
+        return field
     op = op_of_value(ff, v)
     return None if op is None else rule_tangent(ff, op, x, pre)
 

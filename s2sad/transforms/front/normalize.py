@@ -28,7 +28,7 @@ import copy
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms import astutil, ops
 from s2sad.transforms.astutil import anno, assign, const, copy_loc, loads, name, stores
-from s2sad.transforms.front import lambda_args, objects, setitems
+from s2sad.transforms.front import lambda_args, objects, properties, setitems
 from s2sad.transforms.front.calls import CallNormalizer, LocalFunction
 from s2sad.transforms.front.loops import LoopNormalizer
 from s2sad.transforms.front.parse import ParsedFunction, lambda_to_def
@@ -280,6 +280,8 @@ class Normalizer(LoopNormalizer, CallNormalizer):
     def expr_Attribute(self, e, out, hint):
         if self.is_static(e):
             return e
+        if (getter := properties.getter_call(self, e)) is not None:
+            return self.value(getter, out, hint)  # a property's getter, called
         return ast.Attribute(
             value=self.atom(e.value, out, hint), attr=e.attr, ctx=ast.Load()
         )
