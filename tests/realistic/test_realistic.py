@@ -124,6 +124,21 @@ def test_gradient_matches_finite_differences(prog):
 
 
 @pytest.mark.parametrize(
+    "prog", [p for p in PROGRAMS if not p.refused], ids=lambda p: p.name
+)
+def test_forward_mode_matches_finite_differences(prog):
+    """``s2sad.jvp`` along a random direction in every differentiated argument."""
+    nums = _nums(prog)
+    args = prog.args(0)
+    dirs = [_direction(args[i], np.random.default_rng(7)) for i in nums]
+    tangents = tuple(dirs) if isinstance(prog.argnums, tuple) else dirs[0]
+    value, got = s2sad.jvp(prog.fn, argnums=prog.argnums)(*prog.args(0), tangents)
+    np.testing.assert_allclose(value, prog.fn(*prog.args(0)), rtol=1e-10)
+    want = _directional_fd(prog.fn, prog.args(0), nums, dirs)
+    assert float(got) == pytest.approx(want, rel=1e-5, abs=1e-7), prog.name
+
+
+@pytest.mark.parametrize(
     "prog", [p for p in PROGRAMS if p.refused], ids=lambda p: p.name
 )
 def test_refusal_is_clear_and_located(prog):
