@@ -1,0 +1,113 @@
+"""Properties of objects the function is given, read as the calls Python makes.
+
+``layer.Wsq`` with ``Wsq`` a ``@property`` of ``layer``'s class (a dataclass,
+a namedtuple or any class whose object the call passes in) is not a field:
+read as one, its cotangent had nowhere to go and the gradient of the fields
+it is computed from was silently wrong.  The read becomes the getter's call,
+``type(layer).Wsq.fget(layer)``, compiled like any user function (the class
+is the one compiled for: the cache key holds the argument's type).  A
+getter that is not Python code s2sad can read, any other descriptor
+(``functools.cached_property``: a value kept from an earlier read) and
+``x.__dict__`` (the fields read by key, as silently wrong as a property
+was) are refused at their line.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import copy
+import functools
+import types
+from typing import Any
+
+from s2sad.transforms.astutil import anno
+from s2sad.transforms.front.calls import CallInfo, _has_source
+from s2sad.transforms.front.parse import MISSING
+
+#: what a class attribute read through an instance may be without running code
+_PLAIN = (
+    types.FunctionType,
+    staticmethod,
+    classmethod,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MemberDescriptorType,  # __slots__ fields: the value itself
+    types.GetSetDescriptorType,
+    type(collections.namedtuple("_T", "f").f),  # a namedtuple's field
+)
+
+
+def _on_class(cls: type, attr: str) -> Any:
+    """``attr`` as the class (its MRO) defines it, without running a
+    descriptor; MISSING if none does."""
+    for k in cls.__mro__:
+        if attr in k.__dict__:
+            return k.__dict__[attr]
+    return MISSING
+
+
+def getter_call(norm: Any, e: ast.Attribute) -> ast.Call | None:
+    """The getter's call for a property read ``x.attr`` of an object passed
+    in (None: any other attribute, read as it is); refuses a descriptor it
+    cannot compile (recorded on ``norm``, as the pass's other problems)."""
+    obj = norm.example_value(e.value)
+    if obj is MISSING or isinstance(obj, (type, types.ModuleType)):
+        return None
+    cls = type(obj)
+    if e.attr == "__dict__":  # its entries are the fields, out of the analyses' sight
+        norm.error(
+            e,
+            f"'{ast.unparse(e)}' reads the fields through the object's __dict__",
+            f"read the fields as attributes ({ast.unparse(e.value)}.name)",
+        )
+        return None
+    desc = _on_class(cls, e.attr)
+    if desc is MISSING or isinstance(desc, _PLAIN):
+        return None
+    where = f"'{ast.unparse(e)}' ({cls.__name__}.{e.attr})"
+    if isinstance(desc, property):
+        fget = desc.fget
+        if isinstance(fget, types.FunctionType) and _has_source(fget):
+            prop = ast.Attribute(
+                value=ast.Call(
+                    func=ast.Name("type", ast.Load()),
+                    args=[copy.deepcopy(e.value)],
+                    keywords=[],
+                ),
+                attr=e.attr,
+                ctx=ast.Load(),
+            )
+            getter = ast.Call(
+                func=ast.Attribute(value=prop, attr="fget", ctx=ast.Load()),
+                args=[copy.deepcopy(e.value)],
+                keywords=[],
+            )
+            for n in ast.walk(getter):
+                if isinstance(n, ast.expr):
+                    ast.copy_location(n, e)
+            anno(getter)["call"] = CallInfo("user", fget)
+            return getter
+        norm.error(
+            e,
+            f"the property {where} runs code s2sad cannot read",
+            "compute the value in the function from the object's fields",
+        )
+        return None
+    if isinstance(desc, functools.cached_property):
+        norm.error(
+            e,
+            f"the cached property {where} holds a value computed at its first read",
+            "make it a plain @property (s2sad then differentiates its getter), "
+            "or compute the value in the function",
+        )
+        return None
+    if hasattr(type(desc), "__get__"):
+        norm.error(
+            e,
+            f"the attribute {where} is a descriptor ({type(desc).__name__}) that "
+            "computes its value when read",
+            "compute the value in the function from the object's fields",
+        )
+    return None
