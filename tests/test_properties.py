@@ -168,3 +168,56 @@ def test_other_descriptors_refused_at_their_line(fn, make, what):
         s2sad.grad(fn)(obj, X)
     text = str(info.value)
     assert what in text and "test_properties.py:" in text, text
+
+
+def flat_read(x):
+    return np.sum(x.flat[::2] ** 2)
+
+
+def data_read(x):
+    y = x * 2.0
+    return np.sum(np.asarray(y.base) ** 2) + np.sum(x)
+
+
+def real_imag(x):
+    y = np.tanh(x)
+    return np.sum(y.real**2) + np.sum(np.real(x) * 3.0) + np.sum(y.imag + x.imag)
+
+
+@dataclass
+class Holder:
+    data: np.ndarray  # a field named like an array attribute
+
+
+def field_named_data(h, x):
+    return np.sum(h.data * x)
+
+
+@pytest.mark.parametrize("fn, what", [(flat_read, "x.flat"), (data_read, "y.base")])
+def test_array_views_refused_in_both_modes(fn, what):
+    """x.flat, x.base...: read as a pytree field, the cotangent was a dict
+    where an array was due (a TypeError while the gradient ran)."""
+    x = np.arange(6.0).reshape(2, 3)
+    for run in (lambda: s2sad.grad(fn)(x), lambda: s2sad.jvp(fn)(x, np.ones_like(x))):
+        with pytest.raises(errors.S2SADError) as info:
+            run()
+        assert f"'{what}' reads a differentiated array" in str(info.value)
+        assert "test_properties.py:" in str(info.value)
+
+
+def test_real_and_imag_of_real_values():
+    x = np.random.default_rng(4).normal(size=(2, 3))
+    g = s2sad.grad(real_imag)(x)
+    np.testing.assert_allclose(g, numerical_grad(real_imag, (x,), 0), rtol=1e-7)
+    t = np.ones_like(x)
+    _, tangent = s2sad.jvp(real_imag)(x, t)
+    assert tangent == pytest.approx(np.sum(g), rel=1e-9)
+
+
+def test_a_field_named_like_an_array_attribute():
+    rng = np.random.default_rng(6)
+    h, x = Holder(rng.normal(size=3)), rng.normal(size=3)
+    g = s2sad.grad(field_named_data)(h, x)
+    np.testing.assert_allclose(g.data, x)
+    _, tangent = s2sad.jvp(field_named_data)(h, x, Holder(np.ones(3)))
+    assert tangent == pytest.approx(np.sum(x))

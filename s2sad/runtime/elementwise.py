@@ -77,7 +77,7 @@ def d_negative(g, ans, x):
     return (-g,)
 
 
-@adjoint(np.positive, np.conjugate)
+@adjoint(np.positive, np.conjugate, np.real)
 def d_positive(g, ans, x):
     return (g,)
 
@@ -402,6 +402,7 @@ NONDIFFERENTIABLE = (
     np.allclose, np.array_equal, np.array_equiv, np.iscomplex, np.isreal,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,
     np.left_shift, np.right_shift, np.gcd, np.lcm,
+    np.imag,  # of real values (s2sad differentiates no complex ones): zeros
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
 # the backend helpers rules call (runtime/backend.py): tests and constant masks
@@ -425,4 +426,5 @@ elementwise(np.where, np.clip, np.nan_to_num, np.sinc)
 # adjoint rules that read their other arguments only for masks
 linear(d_maximum, d_maximum_lhs, d_maximum_rhs, container=True)
 linear(backend.as_array, backend.broadcast_like, backend.place_diagonal)
+linear(np.real)  # (of real values: the identity)
 linear(d_minimum, d_minimum_lhs, d_minimum_rhs, container=True)

@@ -330,6 +330,8 @@ nondifferentiable(*NONDIFFERENTIABLE)
 
 attribute_alias("T", np.transpose)
 attribute_alias("mT", np.matrix_transpose)
+attribute_alias("real", np.real)  # (of real values: the values; runtime/elementwise.py)
+attribute_alias("imag", np.imag)
 
 for _name, _function in [
     ("reshape", np.reshape), ("transpose", np.transpose), ("ravel", np.ravel),

@@ -35,7 +35,7 @@ UNARY = [
     (np.cosh, ANY), (np.tanh, ANY), (np.arcsinh, ANY), (np.arccosh, ABOVE1),
     (np.arctanh, UNIT), (np.deg2rad, ANY), (np.radians, ANY), (np.rad2deg, ANY),
     (np.degrees, ANY), (np.sinc, NONZERO), (np.absolute, NONZERO), (np.fabs, NONZERO),
-    (np.nan_to_num, ANY),
+    (np.nan_to_num, ANY), (np.real, ANY),
 ]  # fmt: skip
 
 BINARY = [
@@ -204,7 +204,8 @@ INT_FUNCS = {np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_s
              np.right_shift, np.gcd, np.lcm}  # fmt: skip
 UNARY_ZERO = {np.sign, np.floor, np.ceil, np.rint, np.trunc, np.fix, np.round, np.around,
               np.spacing, np.signbit, np.logical_not, np.isnan, np.isinf, np.isfinite,
-              np.isneginf, np.isposinf, np.iscomplex, np.isreal, np.invert}  # fmt: skip
+              np.isneginf, np.isposinf, np.iscomplex, np.isreal, np.invert,
+              np.imag}  # fmt: skip
 
 
 @pytest.mark.parametrize("fn", ew.NONDIFFERENTIABLE, ids=lambda f: f.__name__)

@@ -24,7 +24,7 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import pytrees, registry, support, tangents
 from s2sad.transforms import inline
-from s2sad.transforms.front import activity
+from s2sad.transforms.front import activity, properties
 from s2sad.transforms.front.calls import builtin_hint
 from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
 from s2sad.transforms.ops import BINOPS, UNARYOPS
@@ -282,6 +282,9 @@ def field_tangent(ff: FunctionForward, v: ast.expr) -> Tangent | None:
         and registry.lookup_attribute(v.attr) is None
     ):
         return None
+    if properties.array_view_read(v, ff.parsed.example_args):  # x.flat: refused
+        ff.fail(v, *properties.array_view_problem(v))
+        return Tangent(const(None), MAYBE)  # (the compile fails)
     helper = ff.rule_ref(pytrees.field_tangent)
     t = call(helper, name(ff.t(v.value.id)), name(v.value.id), const(v.attr))
     return Tangent(t, MAYBE)

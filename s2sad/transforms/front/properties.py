@@ -111,3 +111,29 @@ def getter_call(norm: Any, e: ast.Attribute) -> ast.Call | None:
             "compute the value in the function from the object's fields",
         )
     return None
+
+
+#: attributes of an array that view its data in a form no rule differentiates
+ARRAY_VIEWS = frozenset({"flat", "base", "data", "ctypes", "__array_interface__"})
+
+
+def array_view_read(v: ast.Attribute, examples: dict) -> bool:
+    """Whether ``x.attr``, read of a differentiated ``x`` as a pytree field
+    (no attribute rule), is rather one of an array's views of its data
+    (``x.flat``: its cotangent would be a field's, a dict, where an array's
+    is due).  A pytree argument holding a field of that name is no such read."""
+    if v.attr not in ARRAY_VIEWS or not isinstance(v.value, ast.Name):
+        return False
+    obj = examples.get(v.value.id, MISSING)
+    if obj is not MISSING and not hasattr(type(obj), "__array__"):
+        return not hasattr(obj, v.attr)
+    return True
+
+
+def array_view_problem(v: ast.Attribute) -> tuple[str, str]:
+    """The refusal of :func:`array_view_read`: what and the hint."""
+    return (
+        f"'{ast.unparse(v)}' reads a differentiated array through its "
+        f"'.{v.attr}' attribute, which s2sad does not differentiate",
+        "index or reshape the array itself (x.ravel()[k] for x.flat[k])",
+    )

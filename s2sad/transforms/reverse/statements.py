@@ -27,7 +27,7 @@ import operator
 from s2sad.runtime import registry
 from s2sad.transforms.reverse import control, nancheck
 from s2sad.transforms.reverse.rules import RuleCalls
-from s2sad.transforms.front import fresh
+from s2sad.transforms.front import fresh, properties
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
@@ -243,7 +243,10 @@ class FunctionReverser(RuleCalls):
             )
         elif isinstance(v, ast.Attribute):
             fn = registry.lookup_attribute(v.attr)
+            examples = self.fc.parsed.example_args
             if fn is None and isinstance(v.value, ast.Name) and self.needs(v.value):
+                if properties.array_view_read(v, examples):  # x.flat: refused
+                    self.fc.fail(v, *properties.array_view_problem(v))
                 # a field of a pytree argument (namedtuple, dataclass, registered
                 # class): its cotangent is {field: g}, which finalize turns into
                 # the argument's type (s2sad.runtime.pytrees)
