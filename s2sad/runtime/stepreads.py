@@ -192,9 +192,13 @@ class StepProducts:
         """How many steps ``prod`` holds."""
         return len(self.prod) if self.axis is None else self.prod.shape[self.axis]
 
+    def at(self, t: Any) -> Any:
+        """The index of step ``t`` in an array of ``prod``'s layout."""
+        return t if self.axis is None else _index(self.axis, t)
+
     def step(self, a: np.ndarray, t: Any) -> np.ndarray:
         """Step ``t`` of ``a``, an array of ``prod``'s layout."""
-        return a[t] if self.axis is None else a[_index(self.axis, t)]
+        return a[self.at(t)]
 
 
 #: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,

@@ -109,7 +109,7 @@ def stack_step(
             if buf is None:
                 buf = stack.g = _reads.scratch(slabs.shape, slabs.dtype)
                 stack.filled = [False] * n
-            at = j if prod.axis is None else _reads._index(prod.axis, j)
+            at = prod.at(j)
             if stack.filled[j]:  # (a step visited twice: its cotangents add)
                 np.add(buf[at], g, out=buf[at])
                 return stack
@@ -190,17 +190,19 @@ def _own_layout_product(stack: StepStack, prod: Any) -> np.ndarray:
     one ``rows.T @ stack`` over all steps (the steps the loop did not visit
     zeroed), when it visited at least half of them; else one product a
     visited step."""
-    g, n, axis = stack.g, prod.steps(), prod.axis
+    g, n, rows = stack.g, prod.steps(), prod.rows
     if 2 * stack.count >= n:
         for j in range(n):
             if not stack.filled[j]:
-                g[_reads._index(axis, j)] = 0
-        return np.matmul(prod.rows.T, g.reshape(-1, g.shape[-1]))
-    x = prod.rows.reshape(prod.prod.shape[:-1] + (prod.rows.shape[-1],))
+                g[prod.at(j)] = 0
+        # (a kept array: reused once nobody holds the gradient, no allocation)
+        out = _reads.scratch((rows.shape[1], g.shape[-1]), g.dtype)
+        return np.matmul(rows.T, g.reshape(-1, g.shape[-1]), out=out)
+    x = rows.reshape(prod.prod.shape[:-1] + (rows.shape[-1],))
     total = None
     for j in range(n):
         if stack.filled[j]:
-            at = _reads._index(axis, j)
+            at = prod.at(j)
             part = np.matmul(_steps.as_matrix(x[at]).T, _steps.as_matrix(g[at]))
             total = part if total is None else np.add(total, part, out=total)
     return total

@@ -286,3 +286,19 @@ def test_sum_without_stack_into_buffer():
     g32 = gs[0].astype(np.float32)
     got = stepstacks.stack_step(None, g32, None, x, w, 1, 0, out=np.empty((2, 5)))
     np.testing.assert_allclose(got, x[:, 0].T @ g32, rtol=1e-6)
+
+
+def test_a_held_gradient_is_not_overwritten(layout):
+    """The weight cotangent one product makes after the loop is a kept scratch
+    array (no allocation a warm call): reused only once nobody holds it, so a
+    gradient the caller keeps survives the next calls."""
+    rand = seeded_rand(11)
+    vg = s2sad.value_and_grad(peeled, argnums=(0, 1, 2))
+    first = (rand(3, 5), rand(5, 5), rand(5), rand(4, 12))
+    kept = vg(*first)[1]
+    want = [g.copy() for g in kept]
+    for seed in range(3):  # other arguments, same shapes
+        other = seeded_rand(20 + seed)
+        vg(other(3, 5), other(5, 5), other(5), other(4, 12))
+    for g, w in zip(kept, want):
+        np.testing.assert_array_equal(g, w)

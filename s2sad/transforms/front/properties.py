@@ -56,6 +56,8 @@ def getter_call(norm: Any, e: ast.Attribute) -> ast.Call | None:
     if obj is MISSING or isinstance(obj, (type, types.ModuleType)):
         return None
     cls = type(obj)
+    if any(hasattr(cls, a) for a in ("__array__", "__array_namespace__", "__dlpack__")):
+        return None  # an array of some library: its attributes are the rules'
     if e.attr == "__dict__":  # its entries are the fields, out of the analyses' sight
         norm.error(
             e,
