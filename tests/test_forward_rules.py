@@ -30,6 +30,7 @@ from s2sad.runtime import (
     reductions,
     registry,
     shapes,
+    solvers,
     statistics,
     stepreads,
     steps,
@@ -403,6 +404,10 @@ def test_linalg():
     check_jvp(np.linalg.eigvalsh, spd(4))
     check_jvp(np.linalg.svdvals, rnd(3, 2))
     check_jvp(np.linalg.svd, rnd(2, 3), compute_uv=False)
+    check_jvp(np.linalg.pinv, rnd(4, 3))
+    check_jvp(np.linalg.pinv, rnd(2, 2, 3))
+    check_jvp(np.linalg.lstsq, rnd(5, 3), rnd(5), None)
+    check_jvp(np.linalg.lstsq, rnd(2, 3), rnd(2, 2), None)
 
 
 # ---------------------------------------------------------------- builtins and nn
@@ -549,6 +554,7 @@ rule_primal = {
     stepreads.d_step_product: stepreads.step_product,
     stepreads.d_step_product_lhs: stepreads.step_product,
     stepreads.d_step_product_rhs: stepreads.step_product,
+    solvers.d_pinv: np.linalg.pinv,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -583,6 +589,7 @@ RULE_CASES = [
     (losses.d_sigmoid_log_likelihood_z, SIGMOID_LL),
     (losses.d_picked_log_softmax, (*PICKED, 1)),
     (losses.d_picked_log_softmax, (*PICKED[:2], np.array([0, 0, 2]), PICKED[3], 1)),
+    (solvers.d_pinv, (rnd(4, 3),)), (solvers.d_pinv, (rnd(2, 3),)),
 ]  # fmt: skip
 
 
@@ -627,6 +634,8 @@ def _tested_primals() -> set:
         np.linalg.eigvalsh,
         np.linalg.svdvals,
         np.linalg.svd,
+        np.linalg.pinv,
+        np.linalg.lstsq,
         builtins.max,
         builtins.min,
         builtins.sum,

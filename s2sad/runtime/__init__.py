@@ -34,6 +34,7 @@ RULE_MODULES = (
     "sequences",
     "reductions",
     "shapes",
+    "solvers",
     "statistics",
     "steps",
     "stepreads",
