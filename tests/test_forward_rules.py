@@ -26,6 +26,7 @@ from s2sad.runtime import (
     joining,
     losses,
     nn,
+    placing,
     pyfuncs,
     reductions,
     registry,
@@ -336,6 +337,9 @@ SHAPES = [
     (np.correlate, (rnd(5), rnd(2)), {"mode": "full"}),
     (np.polyval, (rnd(4), rnd(3)), {}),
     (np.trapezoid, (rnd(3, 5), np.sort(rnd(5))), {}), (np.trapezoid, (rnd(4), None, 0.3), {}),
+    (np.insert, (rnd(5), [1, -1], rnd(2)), {}), (np.insert, (rnd(2, 3), 1, rnd(2)), {"axis": 1}),
+    (np.insert, (rnd(2, 3), -1, rnd()), {}),
+    (np.partition, (distinct(7), 2), {}), (np.partition, (distinct(3, 4), [0, 2], 0), {}),
 ]  # fmt: skip
 if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))
@@ -555,6 +559,7 @@ rule_primal = {
     stepreads.d_step_product_lhs: stepreads.step_product,
     stepreads.d_step_product_rhs: stepreads.step_product,
     solvers.d_pinv: np.linalg.pinv,
+    placing.d_insert: np.insert, placing.d_partition: np.partition,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -590,6 +595,8 @@ RULE_CASES = [
     (losses.d_picked_log_softmax, (*PICKED, 1)),
     (losses.d_picked_log_softmax, (*PICKED[:2], np.array([0, 0, 2]), PICKED[3], 1)),
     (solvers.d_pinv, (rnd(4, 3),)), (solvers.d_pinv, (rnd(2, 3),)),
+    (placing.d_insert, (rnd(2, 3), [0, 2], rnd(2, 1), 1)),
+    (placing.d_partition, (distinct(3, 5), 2)),
 ]  # fmt: skip
 
 
@@ -605,7 +612,7 @@ def test_tangents_of_adjoint_rules(rule, args):
     check_jvp(rule, *full, argnums=nums)
 
 
-MASKED = {reductions.d_max, activations.d_relu}
+MASKED = {reductions.d_max, activations.d_relu, placing.d_partition}
 
 
 # ---------------------------------------------------------------- coverage

@@ -29,6 +29,7 @@ RULE_MODULES = (
     "masked",
     "nn",
     "objects",
+    "placing",
     "pyfuncs",
     "quantiles",
     "sequences",
