@@ -30,6 +30,7 @@ from s2sad.runtime import (
     pyfuncs,
     reductions,
     registry,
+    sequences,
     shapes,
     solvers,
     statistics,
@@ -340,6 +341,8 @@ SHAPES = [
     (np.insert, (rnd(5), [1, -1], rnd(2)), {}), (np.insert, (rnd(2, 3), 1, rnd(2)), {"axis": 1}),
     (np.insert, (rnd(2, 3), -1, rnd()), {}),
     (np.partition, (distinct(7), 2), {}), (np.partition, (distinct(3, 4), [0, 2], 0), {}),
+    (np.interp, (np.array([-2.0, -0.3, 0.4, 0.9, 2.5]), np.array([-1.0, 0.0, 1.0, 2.0]), rnd(4)), {}),
+    (np.interp, (0.37, np.array([-1.0, 0.0, 1.0]), rnd(3), -2.0, 2.0), {}),
 ]  # fmt: skip
 if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))
@@ -560,6 +563,7 @@ rule_primal = {
     stepreads.d_step_product_rhs: stepreads.step_product,
     solvers.d_pinv: np.linalg.pinv,
     placing.d_insert: np.insert, placing.d_partition: np.partition,
+    sequences.d_interp: np.interp,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -597,6 +601,7 @@ RULE_CASES = [
     (solvers.d_pinv, (rnd(4, 3),)), (solvers.d_pinv, (rnd(2, 3),)),
     (placing.d_insert, (rnd(2, 3), [0, 2], rnd(2, 1), 1)),
     (placing.d_partition, (distinct(3, 5), 2)),
+    (sequences.d_interp, (np.array([-2.0, -0.3, 0.4, 0.9, 2.5]), np.array([-1.0, 0.0, 1.0, 2.0]), rnd(4))),
 ]  # fmt: skip
 
 

@@ -54,10 +54,11 @@ def test_pinv_at_rank_deficiency_differentiates_the_constant_rank_formula():
     both(np.linalg.pinv, a, 1e-3)
 
 
-@pytest.mark.parametrize(
-    "sa, sb", [((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 3), (3,)), ((2, 4), (2,)),
-               ((2, 4), (2, 3)), ((6, 1), (6,))],  # fmt: skip
-)
+LSTSQ = [((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 3), (3,)), ((2, 4), (2,)),
+         ((2, 4), (2, 3)), ((6, 1), (6,))]  # fmt: skip
+
+
+@pytest.mark.parametrize("sa, sb", LSTSQ)
 def test_lstsq_in_a_and_b_every_output(sa, sb):
     # check_rule and check_jvp give every float output a cotangent/tangent:
     # x, the residuals (where there are some) and the singular values
