@@ -31,16 +31,18 @@ from typing import Any
 import numpy as np
 
 from s2sad.runtime.linalg import (
-    _mT,
-    _read_triangle,
-    _singular_value_grad,
-    _sym,
-    _symmetric_read,
     jvp_svdvals,
+    read_triangle,
+    singular_value_grad,
+    symmetric_read,
 )
 from s2sad.runtime.reductions import like
 from s2sad.runtime.registry import adjoint
 from s2sad.runtime.tangents import constant, tangent
+
+
+def _mT(a: Any) -> Any:
+    return np.swapaxes(a, -1, -2)
 
 
 def _real(*xs: Any) -> None:
@@ -82,7 +84,7 @@ def _pinv_tangent(t: Any, a: Any, p: Any) -> Any:
 
 def _hermitian_read(ct: Any, hermitian: bool) -> Any:
     """The cotangent of the lower triangle ``eigh`` reads (both positions)."""
-    return _read_triangle(_sym(ct), lower=True) if hermitian else ct
+    return read_triangle(0.5 * (ct + _mT(ct)), lower=True) if hermitian else ct
 
 
 @adjoint(np.linalg.pinv)
@@ -91,7 +93,7 @@ def d_pinv(g, ans, a, rcond=None, hermitian=False, **kwargs):
     docstring for rank deficiency).  ``hermitian=True`` reads the lower
     triangle (``eigh``'s), which gets the cotangent of both positions."""
     _real(a, g)
-    x = _symmetric_read(a, lower=True) if hermitian else np.asarray(a)
+    x = symmetric_read(a, lower=True) if hermitian else np.asarray(a)
     ct = _pinv_adjoint(np.asarray(g), x, ans)
     return (like(_hermitian_read(ct, hermitian), a),)
 
@@ -99,7 +101,7 @@ def d_pinv(g, ans, a, rcond=None, hermitian=False, **kwargs):
 @tangent(np.linalg.pinv)
 def jvp_pinv(t, ans, a, rcond=None, hermitian=False, **kwargs):
     _real(a, t)
-    t = _symmetric_read(t, lower=True) if hermitian else t
+    t = symmetric_read(t, lower=True) if hermitian else t
     return _pinv_tangent(t, np.asarray(a), ans)
 
 
@@ -145,7 +147,7 @@ def d_lstsq(g, ans, a, b, rcond=None):
         r = (b2 - ma @ x2) * (2.0 * np.reshape(g_res, (1, -1)))
         g_a, g_b = g_a - r @ x2.T, g_b + r
     if g_s is not None:
-        g_a = g_a + _singular_value_grad(g_s, ma)
+        g_a = g_a + singular_value_grad(g_s, ma)
     return like(g_a, a), like(np.reshape(g_b, mb.shape), b)
 
 
@@ -217,15 +219,15 @@ def jvp_d_pinv_g(t, ans, g, out, a, rcond=None, hermitian=False, **kwargs):
 
 @tangent(d_pinv, argnum=1, container=True)
 def jvp_d_pinv_out(t, ans, g, out, a, rcond=None, hermitian=False, **kwargs):
-    x = _symmetric_read(a, lower=True) if hermitian else np.asarray(a)
+    x = symmetric_read(a, lower=True) if hermitian else np.asarray(a)
     ct = _pinv_adjoint_dot(np.asarray(g), x, out, tp=t)
     return (like(_hermitian_read(ct, hermitian), a),)
 
 
 @tangent(d_pinv, argnum=2, container=True)
 def jvp_d_pinv_a(t, ans, g, out, a, rcond=None, hermitian=False, **kwargs):
-    ta = _symmetric_read(t, lower=True) if hermitian else t
-    x = _symmetric_read(a, lower=True) if hermitian else np.asarray(a)
+    ta = symmetric_read(t, lower=True) if hermitian else t
+    x = symmetric_read(a, lower=True) if hermitian else np.asarray(a)
     ct = _pinv_adjoint_dot(np.asarray(g), x, out, ta=ta)
     return (like(_hermitian_read(ct, hermitian), a),)
 
