@@ -230,6 +230,11 @@ def _interp_pieces(x: Any, xp: Any, fp: Any) -> tuple:
         raise NotImplementedError(
             "np.interp has a rule for real 1-d xp and fp of one length only"
         )
+    if np.any(xq[1:] < xq[:-1]):
+        raise NotImplementedError(
+            "np.interp: xp is not increasing (NumPy does not check, and its "
+            "result means nothing then); sort xp and fp by xp first"
+        )
     n = len(xq)
     below, above = xs < xq[0], xs > xq[-1]
     inside = ~(below | above)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import s2sad
 from s2sad.runtime import sequences
 from s2sad.testing import check_rule
 from tests.runtime.through import check_through
@@ -81,6 +82,19 @@ def test_interp_refuses_period_and_complex_values():
         sequences.d_interp(np.ones(2), None, np.ones(2), BREAKS, rand(6), period=2.0)
     with pytest.raises(NotImplementedError, match="real 1-d"):
         sequences.d_interp(np.ones(2), None, np.ones(2), BREAKS, rand(6) * 1j)
+    with pytest.raises(NotImplementedError, match="xp is not increasing"):
+        sequences.d_interp(np.ones(2), None, np.ones(2), BREAKS[::-1], rand(6))
+
+
+def periodic(x, fp):
+    return np.sum(np.interp(x, BREAKS, fp, period=4.0))
+
+
+def test_interp_period_is_refused_at_the_users_line():
+    with pytest.raises(NotImplementedError, match="no rule for period=") as info:
+        s2sad.grad(periodic)(rand(3), rand(6))
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "test_sequences.py" in notes and "period=4.0" in notes
 
 
 def lookup_table(x, fp):
