@@ -26,10 +26,13 @@ from s2sad.runtime import (
     joining,
     losses,
     nn,
+    placing,
     pyfuncs,
     reductions,
     registry,
+    sequences,
     shapes,
+    solvers,
     statistics,
     stepreads,
     steps,
@@ -335,6 +338,11 @@ SHAPES = [
     (np.correlate, (rnd(5), rnd(2)), {"mode": "full"}),
     (np.polyval, (rnd(4), rnd(3)), {}),
     (np.trapezoid, (rnd(3, 5), np.sort(rnd(5))), {}), (np.trapezoid, (rnd(4), None, 0.3), {}),
+    (np.insert, (rnd(5), [1, -1], rnd(2)), {}), (np.insert, (rnd(2, 3), 1, rnd(2)), {"axis": 1}),
+    (np.insert, (rnd(2, 3), -1, rnd()), {}),
+    (np.partition, (distinct(7), 2), {}), (np.partition, (distinct(3, 4), [0, 2], 0), {}),
+    (np.interp, (np.array([-2.0, -0.3, 0.4, 0.9, 2.5]), np.array([-1.0, 0.0, 1.0, 2.0]), rnd(4)), {}),
+    (np.interp, (0.37, np.array([-1.0, 0.0, 1.0]), rnd(3), -2.0, 2.0), {}),
 ]  # fmt: skip
 if hasattr(np, "unstack"):
     SHAPES.append((np.unstack, (rnd(3, 2),), {"axis": 1}))
@@ -403,6 +411,10 @@ def test_linalg():
     check_jvp(np.linalg.eigvalsh, spd(4))
     check_jvp(np.linalg.svdvals, rnd(3, 2))
     check_jvp(np.linalg.svd, rnd(2, 3), compute_uv=False)
+    check_jvp(np.linalg.pinv, rnd(4, 3))
+    check_jvp(np.linalg.pinv, rnd(2, 2, 3))
+    check_jvp(np.linalg.lstsq, rnd(5, 3), rnd(5), None)
+    check_jvp(np.linalg.lstsq, rnd(2, 3), rnd(2, 2), None)
 
 
 # ---------------------------------------------------------------- builtins and nn
@@ -549,6 +561,9 @@ rule_primal = {
     stepreads.d_step_product: stepreads.step_product,
     stepreads.d_step_product_lhs: stepreads.step_product,
     stepreads.d_step_product_rhs: stepreads.step_product,
+    solvers.d_pinv: np.linalg.pinv,
+    placing.d_insert: np.insert, placing.d_partition: np.partition,
+    sequences.d_interp: np.interp,
 }  # fmt: skip
 
 RULE_CASES = [
@@ -583,6 +598,10 @@ RULE_CASES = [
     (losses.d_sigmoid_log_likelihood_z, SIGMOID_LL),
     (losses.d_picked_log_softmax, (*PICKED, 1)),
     (losses.d_picked_log_softmax, (*PICKED[:2], np.array([0, 0, 2]), PICKED[3], 1)),
+    (solvers.d_pinv, (rnd(4, 3),)), (solvers.d_pinv, (rnd(2, 3),)),
+    (placing.d_insert, (rnd(2, 3), [0, 2], rnd(2, 1), 1)),
+    (placing.d_partition, (distinct(3, 5), 2)),
+    (sequences.d_interp, (np.array([-2.0, -0.3, 0.4, 0.9, 2.5]), np.array([-1.0, 0.0, 1.0, 2.0]), rnd(4))),
 ]  # fmt: skip
 
 
@@ -598,7 +617,7 @@ def test_tangents_of_adjoint_rules(rule, args):
     check_jvp(rule, *full, argnums=nums)
 
 
-MASKED = {reductions.d_max, activations.d_relu}
+MASKED = {reductions.d_max, activations.d_relu, placing.d_partition}
 
 
 # ---------------------------------------------------------------- coverage
@@ -627,6 +646,8 @@ def _tested_primals() -> set:
         np.linalg.eigvalsh,
         np.linalg.svdvals,
         np.linalg.svd,
+        np.linalg.pinv,
+        np.linalg.lstsq,
         builtins.max,
         builtins.min,
         builtins.sum,

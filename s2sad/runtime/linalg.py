@@ -37,7 +37,7 @@ def _sym(a: Any) -> Any:
     return 0.5 * (a + _mT(a))
 
 
-def _read_triangle(sym: Any, lower: bool) -> Any:
+def read_triangle(sym: Any, lower: bool) -> Any:
     """Cotangent of a function of a symmetric matrix that reads one triangle.
 
     The off-diagonal entry that is read stands for both symmetric positions,
@@ -131,7 +131,7 @@ def d_cholesky(g, ans, a, *, upper=False):
     phi = phi - 0.5 * np.where(backend.eye(phi.shape[-1], bool, phi), phi, 0)
     left = np.linalg.solve(_mT(low), phi)  # L^-T phi
     s = _mT(np.linalg.solve(_mT(low), _mT(left)))  # L^-T phi L^-1
-    return (like(_read_triangle(_sym(s), lower=not upper), a),)
+    return (like(read_triangle(_sym(s), lower=not upper), a),)
 
 
 def _eigh_sym_grad(gw: Any, gv: Any, w: Any, v: Any) -> Any:
@@ -152,17 +152,17 @@ def d_eigh(g, ans, a, UPLO="L"):
     """Eigenvalue and eigenvector cotangents; reads the UPLO triangle."""
     w, v = ans
     sym = _eigh_sym_grad(g[0], g[1], w, v)
-    return (like(_read_triangle(sym, lower=UPLO.upper() == "L"), a),)
+    return (like(read_triangle(sym, lower=UPLO.upper() == "L"), a),)
 
 
 @adjoint(np.linalg.eigvalsh)
 def d_eigvalsh(g, ans, a, UPLO="L"):
     w, v = np.linalg.eigh(a, UPLO)
     sym = _eigh_sym_grad(g, None, w, v)
-    return (like(_read_triangle(sym, lower=UPLO.upper() == "L"), a),)
+    return (like(read_triangle(sym, lower=UPLO.upper() == "L"), a),)
 
 
-def _singular_value_grad(g: Any, a: Any) -> Any:
+def singular_value_grad(g: Any, a: Any) -> Any:
     u, _, vh = np.linalg.svd(a, full_matrices=False)
     return like((u * np.asarray(g)[..., None, :]) @ vh, a)
 
@@ -171,15 +171,15 @@ def _singular_value_grad(g: Any, a: Any) -> Any:
 def d_svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular values only: U diag(g) V^T."""
     if not compute_uv:
-        return (_singular_value_grad(g, a),)
+        return (singular_value_grad(g, a),)
     if g[0] is not None or g[2] is not None:
         raise NotImplementedError("np.linalg.svd: no rule for U and Vh cotangents")
-    return (_singular_value_grad(g[1], a),)
+    return (singular_value_grad(g[1], a),)
 
 
 @adjoint(np.linalg.svdvals)
 def d_svdvals(g, ans, x):
-    return (_singular_value_grad(g, x),)
+    return (singular_value_grad(g, x),)
 
 
 # ================================================================ tangents
@@ -245,7 +245,7 @@ def jvp_matrix_power(t, ans, a, n):
     return total
 
 
-def _symmetric_read(t: Any, lower: bool) -> Any:
+def symmetric_read(t: Any, lower: bool) -> Any:
     """The symmetric matrix a function reading one triangle of ``t`` sees."""
     tri = np.tril(t, -1) if lower else np.triu(t, 1)
     diag = np.eye(np.shape(t)[-1], dtype=bool)
@@ -256,7 +256,7 @@ def _symmetric_read(t: Any, lower: bool) -> Any:
 def jvp_cholesky(t, ans, a, *, upper=False):
     """dL = L Phi(L^-1 dA L^-T), Phi: lower triangle with half the diagonal."""
     low = _mT(ans) if upper else ans
-    sym = _symmetric_read(t, lower=not upper)
+    sym = symmetric_read(t, lower=not upper)
     inner = np.linalg.solve(low, _mT(np.linalg.solve(low, sym)))
     phi = np.tril(inner) - 0.5 * np.where(np.eye(inner.shape[-1], dtype=bool), inner, 0)
     out = low @ phi
@@ -265,7 +265,7 @@ def jvp_cholesky(t, ans, a, *, upper=False):
 
 def _eigh_tangent(t: Any, w: Any, v: Any, uplo: str) -> tuple:
     """(dw, dv) of eigh: dw = diag(V^T dA V), dv = V (F o V^T dA V)."""
-    sym = _symmetric_read(t, lower=uplo.upper() == "L")
+    sym = symmetric_read(t, lower=uplo.upper() == "L")
     inner = _mT(v) @ sym @ v
     gaps = w[..., None, :] - w[..., :, None]
     off = ~np.eye(w.shape[-1], dtype=bool)

@@ -7,8 +7,9 @@ also accepts a stack).
 
 Triangles read, as in :mod:`s2sad.runtime.linalg`: ``cholesky`` reads the upper
 triangle of its input by default (``lower=False``: it returns ``U`` with
-``a = U.T @ U``) and the lower one with ``lower=True``; ``cho_solve`` reads the
-triangle of ``c`` its flag names; ``solve_triangular`` reads the triangle
+``a = U.T @ U``) and the lower one with ``lower=True``; ``cho_factor`` the
+same, returning ``(c, lower)`` with the input's own entries in the other
+triangle of ``c``; ``cho_solve`` reads the triangle of ``c`` its flag names; ``solve_triangular`` reads the triangle
 ``lower`` names, without the diagonal when ``unit_diagonal=True``.  Their
 cotangents are zero on what is not read, which is what finite differences of
 the SciPy function see.
@@ -90,6 +91,35 @@ def jvp_cho_solve_c(t, ans, c_and_lower, b, overwrite_b=False, check_finite=True
 @tangent(scipy.linalg.cho_solve, argnum=1)
 def jvp_cho_solve_b(t, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
     return scipy.linalg.cho_solve(c_and_lower, t)
+
+
+# ---------------------------------------------------------------- cho_factor
+
+
+def _off_triangle(x: Any, lower: bool) -> Any:
+    """The triangle ``cho_factor`` leaves as its input's (strictly above the
+    diagonal for a lower factor, below it for an upper one)."""
+    return np.triu(x, 1) if lower else np.tril(x, -1)
+
+
+@adjoint(scipy.linalg.cho_factor)
+def d_cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    """``(c, lower)``: ``c`` holds the factor in the triangle ``lower`` names
+    (``cholesky``'s rule) and ``a``'s own entries in the other one (passed
+    through: ``cho_solve`` never reads them, so their cotangent is zero)."""
+    g_c = g[0] if isinstance(g, (tuple, list)) else g
+    if g_c is None:
+        return (None,)
+    factor = _triangle(ans[0], lower)
+    ct = d_cholesky(_triangle(g_c, lower), factor, a, upper=not lower)[0]
+    return (like(ct + _off_triangle(g_c, lower), a),)
+
+
+@tangent(scipy.linalg.cho_factor, container=True)
+def jvp_cho_factor(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    factor = _triangle(ans[0], lower)
+    dc = jvp_cholesky(t, factor, a, upper=not lower)
+    return (dc + _off_triangle(t, lower), None)
 
 
 # ---------------------------------------------------------------- solve_triangular

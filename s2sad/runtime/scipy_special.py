@@ -4,20 +4,23 @@ This module is one of :data:`s2sad.runtime.OPTIONAL_RULE_MODULES`: it is loaded
 only when SciPy is importable, and a gradient module that calls these rules
 needs SciPy at run time (it imports only NumPy and ``s2sad.runtime``).
 
-``logsumexp`` has a rule for ``axis`` and ``keepdims`` only: ``b=`` and
-``return_sign=True`` raise a ``NotImplementedError`` naming a rewrite.
+``logsumexp`` has a rule for ``axis``, ``keepdims`` and the weights ``b=``
+(differentiable too, broadcast against ``a``): with ``w = b exp(a - ans)``,
+``a`` gets ``g w`` and ``b`` gets ``g exp(a - ans)``.  ``return_sign=True``
+raises a ``NotImplementedError`` naming a rewrite (where ``sum(b exp(a))`` is
+negative the value without it is NaN, and so is the gradient).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from scipy import special
 
 from s2sad.runtime.reductions import expand, like
 from s2sad.runtime.registry import adjoint
+from s2sad.runtime.support import unbroadcast
 from s2sad.runtime.tangents import tangent
 
 _SQRT_2_PI = math.sqrt(2.0 * math.pi)
@@ -111,21 +114,42 @@ def d_entr(g, ans, x):
 # ---------------------------------------------------------------- reductions
 
 
-def _refuse_logsumexp(b: Any, return_sign: bool) -> None:
-    if b is not None or return_sign:
+def _refuse_logsumexp(return_sign: bool) -> None:
+    if return_sign:
         raise NotImplementedError(
-            "scipy.special.logsumexp: s2sad has a rule for axis= and keepdims= only, "
-            "not for b= or return_sign=True; write "
-            "m + np.log(np.sum(b * np.exp(a - m), axis)) with m = np.max(a) instead"
+            "scipy.special.logsumexp: s2sad has a rule for axis=, b= and keepdims=, "
+            "not for return_sign=True; write m + np.log(np.abs(s)) and np.sign(s) "
+            "with s = np.sum(b * np.exp(a - m), axis) and m = np.max(a) instead"
         )
+
+
+def _lse_shares(ans, a, axis, b, keepdims):
+    """``(exp(a - ans), the ones the reduction read)``: each term's share of
+    the sum, broadcast against ``b`` (``ans`` with the reduced axes back)."""
+    read = a if b is None else np.broadcast_to(a, np.broadcast_shapes(
+        np.shape(a), np.shape(b)))  # fmt: skip
+    return np.exp(a - expand(ans, read, axis, keepdims)), read
 
 
 @adjoint(special.logsumexp)
 def d_logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    """softmax(a) * g, as exp(a - logsumexp) (stable)."""
-    _refuse_logsumexp(b, return_sign)
-    ge = expand(g, a, axis, keepdims)
-    return (like(ge * np.exp(a - expand(ans, a, axis, keepdims)), a),)
+    """softmax(a) * g, as exp(a - logsumexp) (stable); with weights ``b``,
+    ``a`` gets ``g b exp(a - ans)`` and ``b`` gets ``g exp(a - ans)``."""
+    _refuse_logsumexp(return_sign)
+    share, read = _lse_shares(ans, a, axis, b, keepdims)
+    ge = expand(g, read, axis, keepdims)
+    if b is None:
+        return (like(ge * share, a),)
+    g_b = ge * share
+    return (unbroadcast(_weighted(g_b, b), a), None, unbroadcast(g_b, b))
+
+
+def _weighted(share, b):
+    """``share * b``, zero where ``b`` is (a term of weight zero moves nothing,
+    even where its share overflowed: ``b``'s cotangent is that share)."""
+    with np.errstate(invalid="ignore"):
+        w = share * b
+    return np.where(np.asarray(b) == 0, 0.0, w).astype(w.dtype, copy=False)
 
 
 @adjoint(special.softmax)
@@ -147,9 +171,17 @@ def d_log_softmax(g, ans, x, axis=None):
 
 @tangent(special.logsumexp)
 def jvp_logsumexp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    _refuse_logsumexp(b, return_sign)
-    w = np.exp(a - expand(ans, a, axis, keepdims))
+    _refuse_logsumexp(return_sign)
+    share, _ = _lse_shares(ans, a, axis, b, keepdims)
+    w = share if b is None else _weighted(share, b)
     return np.sum(w * t, axis=axis, keepdims=keepdims)
+
+
+@tangent(special.logsumexp, argnum=2)
+def jvp_logsumexp_b(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    _refuse_logsumexp(return_sign)
+    share, _ = _lse_shares(ans, a, axis, b, keepdims)
+    return np.sum(share * t, axis=axis, keepdims=keepdims)
 
 
 @tangent(special.softmax)

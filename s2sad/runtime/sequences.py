@@ -1,5 +1,5 @@
 """Rules for 1-d sequence operations: ``np.convolve``, ``np.correlate``,
-``np.polyval`` and ``np.trapezoid``.
+``np.polyval``, ``np.trapezoid`` and ``np.interp``.
 
 A convolution is bilinear in its two sequences: each one's cotangent is the
 valid correlation of the output's cotangent, padded out to the full
@@ -9,6 +9,10 @@ from NumPy itself, on two probe sequences, and cached (NumPy swaps the
 operands when the second is longer, and its ``"same"`` correlation is not
 the reversed convolution's slice then: asking NumPy is the one safe way).
 Real sequences only: complex ones raise ``NotImplementedError``.
+
+``np.interp`` is differentiable in ``x``, the breakpoints ``xp``, ``fp`` and
+``left``/``right`` (comments above its rule); ``period=`` is refused.  At a
+breakpoint it follows NumPy's segment (the one to its right).
 """
 
 from __future__ import annotations
@@ -204,3 +208,170 @@ def jvp_d_polyval_x(t, ans, g, out, p, x):
 
 # d_trapezoid's cotangents are each bilinear in g and one of y, x, dx
 adjoint_of_multilinear(d_trapezoid, slots=(0, 2, 3, 4))
+
+
+# ---------------------------------------------------------------- interp
+# np.interp(x, xp, fp, left, right): on the segment j with xp[j] <= x <
+# xp[j + 1] (NumPy's choice at a breakpoint: the segment to its right; x equal
+# to the last breakpoint: the last segment, t = 1), the value is
+# fp[j] + t (fp[j+1] - fp[j]) with t = (x - xp[j]) / h, h = xp[j+1] - xp[j].
+# So x moves it at the slope s, fp[j] and fp[j+1] at 1 - t and t, and xp[j]
+# and xp[j+1] at -s (1 - t) and -s t.  Outside the breakpoints the value is
+# left (default fp[0]) or right (default fp[-1]).
+
+
+def _interp_pieces(x: Any, xp: Any, fp: Any) -> tuple:
+    """``(j, t, h, s, inside, below, above)`` per entry of ``x``."""
+    if any(np.iscomplexobj(v) for v in (x, xp, fp)):
+        xq = fq = np.zeros((0, 0))  # refused below
+    else:
+        xs, xq, fq = (np.asarray(v, dtype=float) for v in (x, xp, fp))
+    if xq.ndim != 1 or fq.shape != xq.shape:
+        raise NotImplementedError(
+            "np.interp has a rule for real 1-d xp and fp of one length only"
+        )
+    if np.any(xq[1:] < xq[:-1]):
+        raise NotImplementedError(
+            "np.interp: xp is not increasing (NumPy does not check, and its "
+            "result means nothing then); sort xp and fp by xp first"
+        )
+    n = len(xq)
+    below, above = xs < xq[0], xs > xq[-1]
+    inside = ~(below | above)
+    if n == 1:  # no segment: x on the one breakpoint takes fp[0]
+        zero = np.zeros(xs.shape, dtype=np.intp)
+        return zero, np.zeros(xs.shape), np.ones(xs.shape), np.zeros(xs.shape), \
+            inside, below, above  # fmt: skip
+    j = np.clip(np.searchsorted(xq, xs, side="right") - 1, 0, n - 2)
+    h = xq[j + 1] - xq[j]
+    flat = h == 0  # a repeated last breakpoint: x is on it
+    h = np.where(flat, 1.0, h)
+    t = np.where(flat, 1.0, (xs - xq[j]) / h)
+    s = np.where(inside, (fq[j + 1] - fq[j]) / h, 0.0)
+    return j, np.where(inside, t, 0.0), h, s, inside, below, above
+
+
+def _spread(n: int, j: Any, lo: Any, hi: Any) -> np.ndarray:
+    """A length-n vector with ``lo`` summed at ``j`` and ``hi`` at ``j + 1``."""
+    out = np.bincount(np.ravel(j), np.ravel(lo), minlength=n)
+    if n > 1:
+        out = out + np.bincount(np.ravel(j) + 1, np.ravel(hi), minlength=n)
+    return out[:n]
+
+
+def _next(tq: np.ndarray, j: Any) -> Any:
+    """``tq[j + 1]`` (``tq[j]`` past the end: one breakpoint, no segment)."""
+    return tq[np.minimum(j + 1, len(tq) - 1)]
+
+
+def _interp_refuse(period: Any) -> None:
+    if period is not None:
+        raise NotImplementedError(
+            "np.interp: no rule for period=; wrap x with np.mod(x - xp[0], "
+            "period) + xp[0] and extend xp and fp by one period instead"
+        )
+
+
+@adjoint(np.interp)
+def d_interp(g, ans, x, xp, fp, left=None, right=None, period=None):
+    """``x``: ``g`` times the slope; ``fp``: ``g`` split between the two
+    breakpoints (``1 - t``, ``t``), and the ends beyond them; ``xp``: ``-g s``
+    split the same way; ``left``/``right``: ``g`` summed where they apply."""
+    _interp_refuse(period)
+    j, t, _, s, inside, below, above = _interp_pieces(x, xp, fp)
+    ge = np.broadcast_to(np.asarray(g, dtype=float), np.shape(j))
+    n = np.shape(xp)[0]
+    gi = np.where(inside, ge, 0.0)
+    g_fp = _spread(n, j, gi * (1.0 - t), gi * t)
+    if left is None:
+        g_fp[0] += np.sum(ge[below])
+    if right is None:
+        g_fp[-1] += np.sum(ge[above])
+    g_xp = _spread(n, j, -gi * s * (1.0 - t), -gi * s * t)
+    g_left = None if left is None else like(np.sum(ge[below]), left)
+    g_right = None if right is None else like(np.sum(ge[above]), right)
+    g_x = ge * s
+    g_x = float(g_x) if np.ndim(x) == 0 and not isinstance(x, np.ndarray) else g_x
+    return like(g_x, x), like(g_xp, xp), like(g_fp, fp), g_left, g_right
+
+
+@tangent(np.interp)
+def jvp_interp_x(t, ans, x, xp, fp, left=None, right=None, period=None):
+    _interp_refuse(period)
+    return _interp_pieces(x, xp, fp)[3] * t
+
+
+@tangent(np.interp, argnum=1)
+def jvp_interp_xp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    _interp_refuse(period)
+    j, w, _, s, _, _, _ = _interp_pieces(x, xp, fp)
+    tq = np.asarray(t, dtype=float)
+    return -s * ((1.0 - w) * tq[j] + w * _next(tq, j))
+
+
+@tangent(np.interp, argnum=2)
+def jvp_interp_fp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    _interp_refuse(period)
+    j, w, _, _, inside, below, above = _interp_pieces(x, xp, fp)
+    tf = np.asarray(t, dtype=float)
+    out = np.where(inside, (1.0 - w) * tf[j] + w * _next(tf, j), 0.0)
+    if left is None:
+        out = out + np.where(below, tf[0], 0.0)
+    if right is None:
+        out = out + np.where(above, tf[-1], 0.0)
+    return out
+
+
+@tangent(np.interp, argnum=3)
+def jvp_interp_left(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return np.where(np.asarray(x) < np.asarray(xp)[0], t, 0.0)
+
+
+@tangent(np.interp, argnum=4)
+def jvp_interp_right(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return np.where(np.asarray(x) > np.asarray(xp)[-1], t, 0.0)
+
+
+# second order: how d_interp's cotangents move with x, xp and fp (the masks
+# are piecewise constant): through dt, how t moves, and ds, how the slope does
+
+
+def _d_interp_dot(g, x, xp, fp, dt_ds) -> tuple:
+    j, t, h, s, inside, _, _ = _interp_pieces(x, xp, fp)
+    dt, ds = dt_ds(j, t, h, s)
+    gi = np.where(inside, np.broadcast_to(np.asarray(g, dtype=float), np.shape(j)), 0.0)
+    n = np.shape(xp)[0]
+    d_x = like(gi * ds, x) if np.ndim(x) else float(np.sum(gi * ds))
+    d_fp = _spread(n, j, -gi * dt, gi * dt)
+    d_xp = _spread(n, j, -gi * (ds * (1.0 - t) - s * dt), -gi * (ds * t + s * dt))
+    return d_x, like(d_xp, xp), like(d_fp, fp), None, None
+
+
+@tangent(d_interp, container=True)
+def jvp_d_interp_g(t, ans, g, out, x, xp, fp, left=None, right=None, period=None):
+    return d_interp(t, out, x, xp, fp, left, right, period)
+
+
+@tangent(d_interp, argnum=2, container=True)
+def jvp_d_interp_x(t, ans, g, out, x, xp, fp, left=None, right=None, period=None):
+    tx = np.asarray(t, dtype=float)
+    return _d_interp_dot(g, x, xp, fp, lambda j, w, h, s: (tx / h, 0.0))
+
+
+@tangent(d_interp, argnum=3, container=True)
+def jvp_d_interp_xp(t, ans, g, out, x, xp, fp, left=None, right=None, period=None):
+    tq = np.asarray(t, dtype=float)
+
+    def moves(j, w, h, s):
+        dh = _next(tq, j) - tq[j]
+        return (-tq[j] - w * dh) / h, -s * dh / h
+
+    return _d_interp_dot(g, x, xp, fp, moves)
+
+
+@tangent(d_interp, argnum=4, container=True)
+def jvp_d_interp_fp(t, ans, g, out, x, xp, fp, left=None, right=None, period=None):
+    tf = np.asarray(t, dtype=float)
+    return _d_interp_dot(
+        g, x, xp, fp, lambda j, w, h, s: (0.0, (_next(tf, j) - tf[j]) / h)
+    )

@@ -1,6 +1,6 @@
 """scipy.linalg and scipy.optimize.rosen rules (adjoint and tangent) against
-finite differences; cho_solve (whose first argument is a (factor, flag) tuple)
-end to end, in a Gaussian-process likelihood."""
+finite differences; cho_factor and cho_solve (whose first argument is a
+(factor, flag) tuple) end to end, in a Gaussian-process likelihood."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 scipy_linalg = pytest.importorskip("scipy.linalg", reason="the SciPy rules need SciPy")
-from scipy.linalg import cho_solve, cholesky, expm, solve_triangular
+from scipy.linalg import cho_factor, cho_solve, cholesky, expm, solve_triangular
 from scipy.optimize import rosen
 
 import s2sad
 from s2sad.testing import check_rule
 from tests.corpus.fd import assert_close_tree, numerical_grad
+from tests.runtime.through import check_through
 from tests.test_forward_rules import check_jvp
 
 RNG = np.random.default_rng(31)
@@ -100,6 +101,46 @@ def test_cho_solve_end_to_end(lower, rhs):
     assert_close_tree(t_out, want, where="jvp")
 
 
+@pytest.mark.parametrize("n", [1, 2, 4])
+@pytest.mark.parametrize("lower", [None, False, True])
+def test_cho_factor_upper_by_default_and_lower(n, lower):
+    # every entry of c gets a cotangent: the factor's triangle goes through
+    # cholesky's rule, the other one (the input's own entries) straight back
+    kwargs = {} if lower is None else {"lower": lower}
+    a = spd(n) + np.triu(RNG.normal(size=(n, n)), 1)  # not symmetric
+    both(cho_factor, a, **kwargs)
+
+
+def solve_with_the_pair(K, y):
+    """``cho_solve(cho_factor(K), y)``: the factor tuple passed as it is."""
+    return np.sum(cho_solve(cho_factor(K), y) * y)
+
+
+def lower_pair_and_log_det(K, y):
+    """The GP idiom: the pair unpacked, the log determinant from c's diagonal."""
+    c, low = cho_factor(K, lower=True)
+    alpha = cho_solve((c, low), y)
+    return 0.5 * np.sum(alpha**2) + 2.0 * np.sum(np.log(np.diag(c)))
+
+
+def reads_the_other_triangle(K, y):
+    c, _ = cho_factor(K)
+    return np.sum(np.tanh(c) * 0.3) + np.sum(cho_solve((c, False), y))
+
+
+@pytest.mark.parametrize(
+    "fn", [solve_with_the_pair, lower_pair_and_log_det, reads_the_other_triangle]
+)
+@pytest.mark.parametrize("rhs", [(4,), (4, 2)])
+def test_cho_factor_with_cho_solve_through_grad_jvp_and_hvp(fn, rhs):
+    check_through(fn, spd(4), RNG.normal(size=rhs), argnums=(0, 1))
+
+
+def test_cho_factor_gradient_is_triangular_where_only_the_factor_is_read():
+    g = s2sad.grad(solve_with_the_pair)(spd(3), RNG.normal(size=3))
+    assert np.all(np.tril(g, -1) == 0.0)  # upper factor: the lower part unread
+
+
 def gp_negative_log_likelihood(log_params, X, y):
     """The GP marginal likelihood as published (GPML algorithm 2.1), SciPy style."""
     amplitude, lengthscale, noise = np.exp(log_params)
@@ -139,3 +180,10 @@ def test_linalg_rules_inside_a_loop():
     for argnum in (0, 1):
         got = s2sad.grad(whitened_residual, argnum)(W, x, y)
         assert_close_tree(got, numerical_grad(whitened_residual, [W, x, y], argnum))
+
+
+def test_every_rule_is_tested(family_coverage):
+    family_coverage(
+        "scipy_linalg",
+        {cholesky, cho_factor, cho_solve, solve_triangular, expm, rosen},
+    )

@@ -8,8 +8,10 @@ import pytest
 special = pytest.importorskip("scipy.special", reason="the SciPy rules need SciPy")
 stats = pytest.importorskip("scipy.stats", reason="the SciPy rules need SciPy")
 
+import s2sad  # noqa: E402
 from s2sad.runtime import registry, tangents  # noqa: E402
 from s2sad.testing import check_rule  # noqa: E402
+from tests.runtime.through import check_through  # noqa: E402
 from tests.test_forward_rules import check_jvp  # noqa: E402
 
 RNG = np.random.default_rng(23)
@@ -66,13 +68,73 @@ def test_logsumexp(kwargs):
     both(special.logsumexp, u(2, 3) * 300.0, **kwargs)  # no overflow
 
 
-def test_logsumexp_refuses_b_and_return_sign():
+WEIGHTS = [
+    ((2, 3), (2, 3), {}), ((2, 3), (3,), {"axis": 1}),
+    ((2, 3), (2, 1), {"axis": 0, "keepdims": True}), ((4,), (), {}),
+    ((2, 3, 2), (3, 1), {"axis": (0, 2)}), ((3,), (2, 3), {"axis": -1}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("sa, sb, kwargs", WEIGHTS, ids=str)
+def test_logsumexp_with_weights_b_in_a_and_b(sa, sb, kwargs):
+    # b broadcasts against a both ways; positive, so the sum is positive
+    a, b = u(*sa), u(*sb, lo=0.2, hi=2.0)
+    check_rule(special.logsumexp, a, kwargs.get("axis"), b,
+               kwargs.get("keepdims", False))  # fmt: skip
+    check_jvp(special.logsumexp, a, b=b, **kwargs, argnums=[0])
+    check_jvp(special.logsumexp, a, kwargs.get("axis"), b,
+              kwargs.get("keepdims", False), argnums=[2])  # fmt: skip
+
+
+def test_logsumexp_with_a_zero_and_a_negative_weight():
+    a, b = u(2, 4), np.array([1.0, 0.0, -0.2, 2.0])
+    both(special.logsumexp, a, 1, b)
+    both(special.logsumexp, a * 200.0, 1, np.abs(b) + 0.5)  # no overflow either
+    # a dominant term of weight zero: its share exp(1000) overflows, yet the
+    # cotangent of a is 0 there (not 0 * inf), and 1 on the other term
+    rule = registry.lookup(special.logsumexp).adjoint
+    a, b = np.array([1000.0, 0.0]), np.array([0.0, 1.0])
+    with np.errstate(over="ignore"):
+        g_a = rule(1.0, special.logsumexp(a, b=b), a, None, b)[0]
+        t_a = tangents.pushforward(special.logsumexp, 0, np.ones(2), a, b=b)
+    assert np.array_equal(g_a, [0.0, 1.0]) and t_a == 1.0
+
+
+def weighted_mixture(a, b):
+    """A mixture's log likelihood, as published: log sum_k w_k exp(l_k)."""
+    return np.sum(special.logsumexp(a, axis=1, b=b) ** 2)
+
+
+def weighted_kept(a, b):
+    return np.sum(np.sin(special.logsumexp(a * 2.0, 0, b, True)))
+
+
+@pytest.mark.parametrize("fn", [weighted_mixture, weighted_kept])
+@pytest.mark.parametrize("sb", [(3, 4), (4,), (1, 4)])
+def test_logsumexp_with_weights_through_grad_jvp_and_hvp(fn, sb):
+    check_through(fn, u(3, 4), u(*sb, lo=0.2, hi=2.0), argnums=(0, 1))
+
+
+def test_logsumexp_refuses_return_sign():
     x = u(3)
     rule = registry.lookup(special.logsumexp).adjoint
-    with pytest.raises(NotImplementedError, match="b= or return_sign"):
-        rule(1.0, special.logsumexp(x, b=x), x, None, x)
-    with pytest.raises(NotImplementedError, match="b= or return_sign"):
+    with pytest.raises(NotImplementedError, match="not for return_sign=True"):
+        ans = special.logsumexp(x, return_sign=True)
+        rule((1.0, None), ans, x, None, x, False, True)
+    with pytest.raises(NotImplementedError, match="not for return_sign=True"):
         tangents.pushforward(special.logsumexp, 0, x, x, return_sign=True)
+
+
+def signed(a, b):
+    value, sign = special.logsumexp(a, b=b, return_sign=True)
+    return value * sign
+
+
+def test_logsumexp_return_sign_is_refused_at_the_users_line():
+    with pytest.raises(NotImplementedError, match="return_sign") as info:
+        s2sad.grad(signed)(u(3), u(3))
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "test_scipy_special.py" in notes and "return_sign=True" in notes
 
 
 @pytest.mark.parametrize("fn", [special.softmax, special.log_softmax])
