@@ -11,8 +11,8 @@ of the generator, drawn with the merged forms of ``newforms.py``).
   callee's residuals bound only after the return);
 - the sequence and order-statistic rules: ``np.convolve``/``np.correlate``
   in each mode, ``np.polyval``, ``np.trapezoid``, ``np.quantile``/
-  ``np.percentile``, ``np.select`` and ``np.delete`` on vectors, reduced to
-  a number.
+  ``np.percentile``, ``np.select``, ``np.delete``, ``np.interp``,
+  ``np.insert`` and ``np.partition`` on vectors, reduced to a number.
 
 Everything is drawn from ``self.rng`` in a fixed order.
 """
@@ -105,7 +105,7 @@ class MoreForms:
     def s_seq_rule(self, depth, loop, ret):
         r = self.rng
         a, b = r.choice(VECTORS), r.choice(VECTORS)
-        k = r.randrange(7)
+        k = r.randrange(10)
         if k == 0:
             f = r.choice(["convolve", "correlate"])
             mode = r.choice(["full", "same", "valid"])
@@ -130,7 +130,15 @@ class MoreForms:
             )
         elif k == 5:
             src = f"np.delete({self.rhs(a, 1)}, {r.randrange(a[0])})"
-        else:
+        elif k == 6:
             src = f"np.convolve({self.rhs(a, 1)}, np.ones(2) / 2.0, mode='valid')"
+        elif k == 7:  # breakpoints fixed and increasing, values and points generated
+            xp = f"np.linspace(-1.0, 1.0, {b[0]})"
+            src = f"np.interp(np.tanh({self.rhs(a, 1)}) * 0.9, {xp}, {self.rhs(b, 1)})"
+        elif k == 8:
+            at = r.choice([str(r.randrange(a[0])), "[0, 2]", "-1"])
+            src = f"np.insert({self.rhs(a, 1)}, {at}, {self.rhs(SCALAR, 1)})"
+        else:
+            src = f"np.partition({self.rhs(a, 1)}, {r.randrange(a[0])})[: {a[0] - 1}]"
         v = self.fresh_name()
         return [self.bind(v, SCALAR, f"np.sum({src}) * 0.5")]
