@@ -156,13 +156,25 @@ TIME_MAJOR_ENTRIES = 4096
 #: above ``AHEAD_ENTRIES``, whether ``stepwise_ahead`` computes the steps'
 #: products at once in ``x``'s own layout where that needs no copy (a
 #: contiguous ``x`` whose steps the range covers), rather than each step's
-#: own product in the loop.  What it buys is the backward sweep's: one
+#: own product in the loop.  What it would buy is the backward sweep's: one
 #: ``x.T @ stack`` for ``w`` after the loop instead of a product and an add a
-#: step.  Measured on rnn_mnist (4 steps of (100, 196) @ (196, 64), float32,
-#: one thread, hand edits of the emitted module timed interleaved, 41
-#: rounds): the whole gradient 0.96x the time with each step's own product
-#: (the forward alone, reading the steps strided, 0.995x).
-OWN_LAYOUT = True
+#: step.  Off: on rnn_mnist (4 steps of (100, 196) @ (196, 64), float32, one
+#: thread, 61 interleaved rounds) a hand edit of the emitted module doing
+#: this inline ran the whole gradient 0.96x the time of each step's own
+#: product, but through these helpers (``stepwise_ahead``, ``step_product``,
+#: ``stack_step``, ``stacked_product``) 1.02x: their calls cost more than
+#: the fewer products save.  Emitting the layout inline is the way to that
+#: 4%; the helpers stay, tested with this on.
+OWN_LAYOUT = False
+
+
+def step_views(a: np.ndarray, axis: int | None) -> list:
+    """``[a[(:,) * axis + (t,)] for each step t]`` (axis None: ``a[t]``), made
+    by iterating over ``a`` with the step axis first (the views, in C)."""
+    if not axis:
+        return list(a)
+    order = (axis, *range(axis), *range(axis + 1, a.ndim))
+    return list(a.transpose(order))
 
 
 class StepProducts:
@@ -181,12 +193,14 @@ class StepProducts:
     ``stacked_product``).  A negative step counts from the end (the steps
     then cover all of ``x``'s axis)."""
 
-    __slots__ = ("axis", "prod", "rows")
+    __slots__ = ("axis", "prod", "rows", "views")
 
     def __init__(self, prod: np.ndarray, rows: np.ndarray, axis: int | None = None):
         self.prod = prod
         self.rows = rows
         self.axis = axis
+        #: each step's product, a view made once (the loop reads them by position)
+        self.views = step_views(prod, axis)
 
     def steps(self) -> int:
         """How many steps ``prod`` holds."""
@@ -196,9 +210,6 @@ class StepProducts:
         """The index of step ``t`` in an array of ``prod``'s layout."""
         return t if self.axis is None else _index(self.axis, t)
 
-    def step(self, a: np.ndarray, t: Any) -> np.ndarray:
-        """Step ``t`` of ``a``, an array of ``prod``'s layout."""
-        return a[self.at(t)]
 
 
 #: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
@@ -361,7 +372,7 @@ def step_product(
     backward sweep runs one ``x_t.T @ g`` a step for ``w``, and scatters
     nothing into a cotangent of ``prod``)."""
     if type(prod) is StepProducts:
-        return prod.prod[t] if prod.axis is None else prod.prod[_index(prod.axis, t)]
+        return prod.views[t]
     if prod is not None:
         return prod[_index(axis, t)]
     xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)

@@ -36,10 +36,10 @@ class StepStack:
     past the last; ``rest`` the sum of the cotangents of any step that could
     not be stacked (another shape or dtype), computed one step at a time."""
 
-    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest")
+    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest", "views")
 
     def __init__(self) -> None:
-        self.g = self.filled = self.rest = None
+        self.g = self.filled = self.rest = self.views = None
         self.count = self.hi = 0
         self.lo = -1
         self.mine = False  # whether ``rest`` is an array of the stack's own
@@ -67,6 +67,24 @@ def stack_step(
     workspace buffer for it, as ``accumulate``'s)."""
     if g is None:
         return stack
+    if (  # the stack made at an earlier step, a step not written yet: a copy
+        type(stack) is StepStack
+        and type(t) is int
+        and type(g) is np.ndarray
+        and stack.views is not None
+        and 0 <= t < len(stack.views)
+        and not stack.filled[t]
+    ):
+        view = stack.views[t]
+        if g.shape == view.shape and g.dtype == view.dtype:
+            view[...] = g
+            stack.filled[t] = True
+            stack.count += 1
+            if t < stack.lo:
+                stack.lo = t
+            if t >= stack.hi:
+                stack.hi = t + 1
+            return stack
     if (  # each step's own product (no StepProducts), matrices of one float
         # dtype: the sum itself, x_t.T @ g added in, without further calls
         prod is None
@@ -98,8 +116,8 @@ def stack_step(
             return part if stack is None else np.add(stack, part, out=part)
     if type(prod) is _reads.StepProducts and type(g) is np.ndarray:
         slabs = prod.prod
-        n = prod.steps()
-        if g.shape == prod.step(slabs, 0).shape and g.dtype == slabs.dtype:
+        n = len(prod.views)
+        if n and g.shape == prod.views[0].shape and g.dtype == slabs.dtype:
             if type(stack) is not StepStack:
                 stack = _stack_of(stack)
             j = t if type(t) is int else operator.index(t)
@@ -109,6 +127,7 @@ def stack_step(
             if buf is None:
                 buf = stack.g = _reads.scratch(slabs.shape, slabs.dtype)
                 stack.filled = [False] * n
+                stack.views = _reads.step_views(buf, prod.axis)
             at = prod.at(j)
             if stack.filled[j]:  # (a step visited twice: its cotangents add)
                 np.add(buf[at], g, out=buf[at])

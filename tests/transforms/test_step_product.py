@@ -139,7 +139,7 @@ def test_forward_mode_and_second_order(ahead):
     np.testing.assert_allclose(hv, (gp - gm) / (2 * eps), rtol=1e-5, atol=1e-7)
 
 
-def test_step_product_runtime():
+def test_step_product_runtime(monkeypatch):
     r = np.random.default_rng(7)
     x, w = r.normal(size=(3, 4, 2)), r.normal(size=(2, 5))
     prod = steps.stepwise_matmul(x, w, 1, range(4))
@@ -163,8 +163,10 @@ def test_step_product_runtime():
     # ahead only when a step's product is small
     assert type(stepreads.stepwise_ahead(x, w, 1, range(4))) is stepreads.StepProducts
     big = np.zeros((1000, 4, 2))
-    # a large step: in x's own layout where that needs no copy, else each
-    # step's own product
+    assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None  # (OWN_LAYOUT off)
+    # a large step, OWN_LAYOUT on: in x's own layout where that needs no
+    # copy, else each step's own product
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", True)
     own = stepreads.stepwise_ahead(big, w, 1, range(4))
     assert type(own) is stepreads.StepProducts and own.axis == 1
     assert own.rows.base is big or own.rows.base is big.base  # no copy
