@@ -210,6 +210,7 @@ def test_stacked_product_runtime(order, own, monkeypatch):
     Steps made time-major, or left in x's own layout."""
     monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", -1 if own else 1 << 40)
     monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", True)
     rand = seeded_rand(8)
     x, w = rand(3, 8, 2, 4), rand(4, 5)
     prod = stepreads.stepwise_ahead(x, w, 1, range(8))
