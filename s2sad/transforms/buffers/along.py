@@ -27,6 +27,7 @@ import ast
 from typing import Any
 
 from s2sad.runtime.extrema import max_along, min_along
+from s2sad.transforms.astutil import walk
 from s2sad.transforms.buffers.facts import Facts
 
 KERNELS = {"max": max_along, "amax": max_along, "min": min_along, "amin": min_along}
@@ -40,7 +41,7 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
     value, along the last (``axis=-1``, or ``axis=1`` of what may be a matrix)."""
     ranks = known_ranks(fn, facts)
     receivers = values | ranks.keys()  # once: a union per call was quadratic
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, ast.Call):
             continue
         form = _form(node, facts, receivers)
@@ -61,7 +62,7 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
 def known_ranks(fn: ast.FunctionDef, facts: Facts) -> dict[str, int]:
     """The names every binding of which is a reshape to the same number of sizes."""
     stores: dict[str, int] = {}
-    for n in ast.walk(fn):
+    for n in walk(fn):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
         elif isinstance(n, ast.arg):  # a nested function's parameter

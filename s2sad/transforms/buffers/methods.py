@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import SCALAR
+from s2sad.transforms.astutil import walk
 from s2sad.transforms.buffers import along
 from s2sad.transforms.buffers.facts import Facts
 from s2sad.transforms.reverse.likes import F64
@@ -64,11 +65,11 @@ def rewrite(
     facts = Facts(module, params)
     facts.collect(fn.body)
     values = numpy_values(facts, array_params(fn, examples or {}))
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Assign) and _float64_mean(node.value, facts, likes):
             node.value = _sum_over_size(node.value.args[0].id)
     along.rewrite(fn, module, facts, values)
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Call) and _rewritable(node, facts, values):
             node.func = ast.Attribute(
                 value=ast.Name(node.args[0].id, ast.Load()),
@@ -96,10 +97,10 @@ def array_params(fn: ast.FunctionDef, examples: dict) -> set[str]:
     """The parameters of ``fn`` given an ``np.ndarray`` and never bound again."""
     stored = {
         n.id
-        for n in ast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
-    stored |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} - {
+    stored |= {a.arg for a in walk(fn) if isinstance(a, ast.arg)} - {
         a.arg for a in fn.args.args + fn.args.kwonlyargs
     }  # names of nested functions' parameters
     return {

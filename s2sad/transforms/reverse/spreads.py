@@ -24,7 +24,7 @@ import copy
 from typing import Any
 
 from s2sad.runtime import reductions
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.reverse.likes import F64, SCALAR
 
 #: the rules whose full-reduction cotangent is one number over the whole array
@@ -39,7 +39,7 @@ def run(job: Any, module: Any) -> None:
     for fn in job.functions:
         if isinstance(fn, ast.FunctionDef):
             loads: dict[str, int] = {}
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     loads[n.id] = loads.get(n.id, 0) + 1
             for block in _blocks(fn):
@@ -48,7 +48,7 @@ def run(job: Any, module: Any) -> None:
 
 
 def _blocks(fn: ast.FunctionDef):
-    for node in ast.walk(fn):
+    for node in walk(fn):
         for field in ("body", "orelse"):
             stmts = getattr(node, field, None)
             if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
@@ -108,7 +108,7 @@ def _product_with(stmt: ast.stmt, a: str, cls, likes: dict) -> tuple | None:
     factor of ``a * y`` with ``y`` of class ``cls``."""
     if not isinstance(stmt, (ast.Assign, ast.Expr, ast.Return)) or _stores(stmt, ()):
         return None
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for field, other in (("left", node.right), ("right", node.left)):
                 mine = getattr(node, field)
@@ -137,7 +137,7 @@ def _number(g: str, x: str, rule) -> ast.expr:
 
 def _stores(stmt: ast.stmt, names) -> bool:
     """Whether ``stmt`` may bind one of ``names`` (or anything, mid-expression)."""
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if (
             isinstance(node, ast.Name)
             and not isinstance(node.ctx, ast.Load)
@@ -154,7 +154,7 @@ def _stores(stmt: ast.stmt, names) -> bool:
 def _reads(stmt: ast.stmt, a: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == a and isinstance(n.ctx, ast.Load)
-        for n in ast.walk(stmt)
+        for n in walk(stmt)
     )
 
 
@@ -165,11 +165,11 @@ def forward_copies(fn: ast.FunctionDef) -> None:
     sees a gradient nothing else refers to and returns it without a copy (the
     dropped ``unbroadcast`` leaves such copies: ``g_x = g_sub``)."""
     counts: dict[tuple[str, bool], int] = {}
-    for n in ast.walk(fn):
+    for n in walk(fn):
         if isinstance(n, ast.Name):
             key = (n.id, isinstance(n.ctx, ast.Load))
             counts[key] = counts.get(key, 0) + 1
-    params = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    params = {a.arg for a in walk(fn) if isinstance(a, ast.arg)}
     for stmts in list(_blocks(fn)):
         j = 0
         while j < len(stmts):
