@@ -38,21 +38,25 @@ def run(job: Any, module: Any) -> None:
         return
     for fn in job.functions:
         if isinstance(fn, ast.FunctionDef):
+            nodes = list(walk(fn))  # one walk (a long function: 100,000 nodes)
             loads: dict[str, int] = {}
-            for n in walk(fn):
+            for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     loads[n.id] = loads.get(n.id, 0) + 1
-            for block in _blocks(fn):
+            for block in _blocks(nodes):  # _rewrite adds and drops no block
                 _rewrite(block, likes, loads, module)
             forward_copies(fn)
 
 
-def _blocks(fn: ast.FunctionDef):
-    for node in walk(fn):
+def _blocks(nodes: list[ast.AST]) -> list[list[ast.stmt]]:
+    """The statement lists (bodies, ``else`` branches) among ``nodes``."""
+    out = []
+    for node in nodes:
         for field in ("body", "orelse"):
             stmts = getattr(node, field, None)
             if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
-                yield stmts
+                out.append(stmts)
+    return out
 
 
 def _rewrite(stmts: list[ast.stmt], likes: dict, loads: dict, module: Any) -> None:
@@ -165,12 +169,15 @@ def forward_copies(fn: ast.FunctionDef) -> None:
     sees a gradient nothing else refers to and returns it without a copy (the
     dropped ``unbroadcast`` leaves such copies: ``g_x = g_sub``)."""
     counts: dict[tuple[str, bool], int] = {}
-    for n in walk(fn):
+    params = set()
+    nodes = list(walk(fn))
+    for n in nodes:
         if isinstance(n, ast.Name):
             key = (n.id, isinstance(n.ctx, ast.Load))
             counts[key] = counts.get(key, 0) + 1
-    params = {a.arg for a in walk(fn) if isinstance(a, ast.arg)}
-    for stmts in list(_blocks(fn)):
+        elif isinstance(n, ast.arg):
+            params.add(n.arg)
+    for stmts in _blocks(nodes):
         j = 0
         while j < len(stmts):
             copy_ = stmts[j]
