@@ -155,19 +155,31 @@ class Namer:
 
     def __init__(self, reserved: set[str] | None = None):
         self.used: set[str] = set(reserved or ())
+        # per base, the first of base, base_1, base_2, ... that may still be
+        # free in ``_counted`` (``used`` only grows; a snapshot restored is a
+        # new set, and starts over): ``fresh`` of the 1,000th ``tanh`` tried
+        # every name before it
+        self._counted: set[str] | None = None
+        self._next: dict[str, int] = {}
 
     def reserve(self, *names: str) -> None:
         self.used.update(names)
 
     def fresh(self, base: str) -> str:
+        """The first of ``base``, ``base_1``, ``base_2``, ... not used yet."""
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "t"
         if base[0].isdigit():
             base = "t" + base
-        candidate, i = base, 1
-        while candidate in self.used:
-            candidate = f"{base}_{i}"
+        used = self.used
+        if used is not self._counted:
+            self._counted, self._next = used, {}
+        i = self._next.get(base, 0)
+        candidate = f"{base}_{i}" if i else base
+        while candidate in used:
             i += 1
-        self.used.add(candidate)
+            candidate = f"{base}_{i}"
+        used.add(candidate)
+        self._next[base] = i + 1
         return candidate
 
 

@@ -78,3 +78,45 @@ def test_walk_skips_missing_fields_and_non_nodes():
         "Constant",
         "Load",
     ]
+
+
+# ---------------------------------------------------------------- Namer.fresh
+
+
+def _fresh_as_written(used: set, base: str) -> str:
+    """What ``Namer.fresh`` gives: the first of base, base_1, base_2, ... unused."""
+    candidate, i = base, 1
+    while candidate in used:
+        candidate, i = f"{base}_{i}", i + 1
+    used.add(candidate)
+    return candidate
+
+
+def test_fresh_gives_the_first_unused_name_as_the_names_fill_up():
+    namer = astutil.Namer({"h", "h_2", "np"})
+    used = set(namer.used)
+    script = ["h", "h", "x", "h", "h_1", "h", "x"] + ["tanh"] * 30 + ["h"]
+    reserved_between = {5: ["h_4", "h_5"], 9: ["tanh_3", "x_1"], 20: ["tanh_25"]}
+    for step, base in enumerate(script):
+        for r in reserved_between.get(step, []):
+            namer.reserve(r)
+            used.add(r)
+        assert namer.fresh(base) == _fresh_as_written(used, base)
+    assert namer.used == used
+
+
+def test_fresh_starts_over_when_a_snapshot_of_the_names_is_restored():
+    namer = astutil.Namer()
+    saved = set(namer.used)
+    assert [namer.fresh("a") for _ in range(3)] == ["a", "a_1", "a_2"]
+    namer.used = set(saved)  # module.restore: the dry run's names are free again
+    assert [namer.fresh("a") for _ in range(2)] == ["a", "a_1"]
+    namer.used = {"a", "a_1", "a_2", "a_3"}
+    assert namer.fresh("a") == "a_4"
+
+
+def test_fresh_mends_bases_that_are_no_identifiers():
+    namer = astutil.Namer({"t1x"})
+    assert namer.fresh("1x") == "t1x_1"
+    assert namer.fresh("a.b-c") == "a_b_c"
+    assert namer.fresh("") == "t"
