@@ -21,13 +21,19 @@ from s2sad.transforms.astutil import walk
 SOURCES = [
     "x",
     "def f(x, *a, k=1, **kw):\n    return [y * 2 for y in x if y] + {**kw}.get('a', a)",
-    "class C(B, metaclass=M):\n    @d\n    def g(self, /, q: int = 3) -> None:\n"
-    "        try:\n            del q[1:2, ...]\n        except (E, F) as e:\n"
-    "            raise X from e\n        finally:\n            pass\n",
-    "match p:\n    case [1, *rest] if rest:\n        y = lambda z=1: z\n"
-    "    case {'k': v, **kw}:\n        y = f'{v!r:>{w}}'\n",
-    "async def h():\n    async with a as (b, c):\n        await d\n"
-    "    async for i in e:\n        yield i\n",
+    (
+        "class C(B, metaclass=M):\n    @d\n    def g(self, /, q: int = 3) -> None:\n"
+        "        try:\n            del q[1:2, ...]\n        except (E, F) as e:\n"
+        "            raise X from e\n        finally:\n            pass\n"
+    ),
+    (
+        "match p:\n    case [1, *rest] if rest:\n        y = lambda z=1: z\n"
+        "    case {'k': v, **kw}:\n        y = f'{v!r:>{w}}'\n"
+    ),
+    (
+        "async def h():\n    async with a as (b, c):\n        await d\n"
+        "    async for i in e:\n        yield i\n"
+    ),
 ]
 
 
