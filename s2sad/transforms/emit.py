@@ -33,6 +33,7 @@ from typing import Any
 from s2sad._version import __version__ as VERSION
 from s2sad.errors import MissingDependencyError
 from s2sad.transforms import comments
+from s2sad.transforms.astutil import walk
 
 CONTENT_TAG = "# s2sad-content-sha256: "
 BINDINGS_TAG = "# s2sad-bindings: "
@@ -51,9 +52,7 @@ class Header:
 def run(module, header: Header, formatted: bool = True) -> str:
     """The module's text: black-formatted, or (``formatted=False``) as
     ``ast.unparse`` writes it, which :func:`formatted` formats later."""
-    names = [
-        n for f in module.functions for n in ast.walk(f) if isinstance(n, ast.Name)
-    ]
+    names = [n for f in module.functions for n in walk(f) if isinstance(n, ast.Name)]
     imports, injected = _imports(module, {n.id for n in names})
     body = ast.Module(body=imports + module.functions, type_ignores=[])
     _rename_helpers(module, body, names)
@@ -171,7 +170,7 @@ def _rename_helpers(module, tree: ast.Module, names: list[ast.Name]) -> None:
     clash = {h for h in module.helpers_used if h in user}
     if not clash:
         return
-    for n in ast.walk(tree):
+    for n in walk(tree):
         if (
             isinstance(n, ast.Name)
             and getattr(n, "_s2sad", {}).get("helper")

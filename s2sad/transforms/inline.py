@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, without_docstring
+from s2sad.transforms.astutil import anno, walk, without_docstring
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def inline_form(rule_fn) -> InlineForm | None:
             return None
         defaults[a.arg] = d.value
     params = tuple(a.arg for a in args.args)
-    used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
     if used - set(params) - {"np"}:
         return None  # uses a helper, a star parameter or a global: call it instead
     if "np" in used and rule_fn.__globals__.get("np") is not np:
@@ -80,7 +80,7 @@ def inline_form(rule_fn) -> InlineForm | None:
         args.vararg is not None,
         args.kwarg is not None,
         bool(args.kwonlyargs or args.posonlyargs),
-        any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(value)),
+        any(isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in walk(value)),
     )
 
 
@@ -162,7 +162,7 @@ def _fused_call(rule_fn, form: InlineForm, mapping: dict) -> ast.expr | None:
     if kernel is None or len(form.result.elts) != 1:
         return None
     params = _kernel_params(kernel)
-    read = {n.id for n in ast.walk(form.result) if isinstance(n, ast.Name)}
+    read = {n.id for n in walk(form.result) if isinstance(n, ast.Name)}
     if not all(p in read and p in mapping for p in params):
         return None
     func = ast.Name(id=kernel.__name__, ctx=ast.Load())
@@ -200,7 +200,7 @@ def inline_single(
 def bind_np(expr: ast.expr, module) -> None:
     """Point ``np`` in an inlined rule at the emitted module's binding of NumPy,
     and a fused kernel's name at its import."""
-    for n in ast.walk(expr):
+    for n in walk(expr):
         if isinstance(n, ast.Call) and "kernel" in anno(n.func):
             n.func = module.rule_ref(anno(n.func).pop("kernel"))
         if isinstance(n, ast.Name) and n.id == "np" and not anno(n).get("bound"):
@@ -214,7 +214,7 @@ def bool_arithmetic(exprs: list | None) -> bool:
     NumPy multiplies booleans, the Array API does not, so the foreign path calls
     such a rule by name (its Array API version casts the mask) instead."""
     for e in exprs or ():
-        for n in ast.walk(e) if e is not None else ():
+        for n in walk(e) if e is not None else ():
             if isinstance(n, ast.BinOp):
                 for side in (n.left, n.right):
                     if isinstance(side, ast.Compare) and not all(
@@ -238,12 +238,12 @@ def definite_positions(rule_fn) -> frozenset[int]:
     except (OSError, TypeError, SyntaxError):
         return frozenset()
     fn = tree.body[0]
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    returns = [n for n in walk(fn) if isinstance(n, ast.Return)]
     if not returns or not all(isinstance(r.value, ast.Tuple) for r in returns):
         return frozenset()
     maybe_none_names = {
         t.id
-        for n in ast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, (ast.Assign, ast.AnnAssign))
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
         if isinstance(t, ast.Name) and n.value is not None and _has_none(n.value)
@@ -262,4 +262,4 @@ def definite_positions(rule_fn) -> frozenset[int]:
 
 
 def _has_none(e: ast.expr) -> bool:
-    return any(isinstance(n, ast.Constant) and n.value is None for n in ast.walk(e))
+    return any(isinstance(n, ast.Constant) and n.value is None for n in walk(e))

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 
+from s2sad.transforms.astutil import walk
+
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass)
 #: expressions that bind names or read them at another time
 _OPAQUE = (
@@ -55,7 +57,7 @@ def live_after(body: list[ast.stmt]) -> dict[int, frozenset[str]]:
 
 def reads(node: ast.AST) -> set[str]:
     """Names ``node`` reads (an augmented assignment reads its target too)."""
-    found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and _loads(n.ctx)}
+    found = {n.id for n in walk(node) if isinstance(n, ast.Name) and _loads(n.ctx)}
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         found.add(node.target.id)
     return found
@@ -82,7 +84,7 @@ def all_writes(stmts: list[ast.stmt]) -> set[str]:
     return {
         n.id
         for s in stmts
-        for n in ast.walk(s)
+        for n in walk(s)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
 
@@ -91,7 +93,7 @@ def check(body: list[ast.stmt]) -> None:
     """Raise :class:`Unsupported` when ``body`` holds anything not modelled."""
     allowed = (*_SIMPLE, ast.If, ast.For, ast.While, ast.Return, ast.Raise)
     for s in body:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.stmt) and not isinstance(n, allowed):
                 raise Unsupported(type(n).__name__)
             if isinstance(n, _OPAQUE):

@@ -27,6 +27,7 @@ import ast
 from typing import Any
 
 from s2sad.runtime.extrema import max_along, min_along
+from s2sad.transforms.astutil import walk
 from s2sad.transforms.buffers.facts import Facts
 
 KERNELS = {"max": max_along, "amax": max_along, "min": min_along, "amin": min_along}
@@ -34,15 +35,20 @@ KERNELS = {"max": max_along, "amax": max_along, "min": min_along, "amin": min_al
 PASSED = ("out", "keepdims")
 
 
-def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None:
+def rewrite(
+    fn: ast.FunctionDef, module: Any, facts: Facts, values: set, calls=None, nodes=None
+) -> None:
     """Turn max/min calls along a literal axis into kernels: of a reshape whose
     number of dimensions the code tells, along any axis it has; of another NumPy
-    value, along the last (``axis=-1``, or ``axis=1`` of what may be a matrix)."""
-    ranks = known_ranks(fn, facts)
+    value, along the last (``axis=-1``, or ``axis=1`` of what may be a matrix).
+    ``calls`` and ``nodes``: ``fn``'s calls and nodes, when the caller has
+    walked it (methods.py)."""
+    nodes = list(walk(fn)) if nodes is None else nodes
+    ranks = known_ranks(fn, facts, nodes)
     receivers = values | ranks.keys()  # once: a union per call was quadratic
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.Call):
-            continue
+    if calls is None:
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+    for node in calls:
         form = _form(node, facts, receivers)
         if form is None:
             continue
@@ -58,10 +64,10 @@ def rewrite(fn: ast.FunctionDef, module: Any, facts: Facts, values: set) -> None
         node.keywords = keywords
 
 
-def known_ranks(fn: ast.FunctionDef, facts: Facts) -> dict[str, int]:
+def known_ranks(fn: ast.FunctionDef, facts: Facts, nodes=None) -> dict[str, int]:
     """The names every binding of which is a reshape to the same number of sizes."""
     stores: dict[str, int] = {}
-    for n in ast.walk(fn):
+    for n in walk(fn) if nodes is None else nodes:
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
         elif isinstance(n, ast.arg):  # a nested function's parameter

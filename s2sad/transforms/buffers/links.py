@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, name
+from s2sad.transforms.astutil import anno, name, walk
 from s2sad.transforms.buffers.facts import SHAPE_METHODS, Facts
 
 #: attributes of arguments whose reads the proof accepts (fixed by the key)
@@ -64,9 +64,9 @@ def _module_read(v: Any, facts: Facts) -> bool:
 
 def _module_reads(fwd: ast.FunctionDef, facts: Facts) -> list[ast.expr]:
     """The module attributes the forward reads as values, each once."""
-    called = {id(n.func) for n in ast.walk(fwd) if isinstance(n, ast.Call)}
+    called = {id(n.func) for n in walk(fwd) if isinstance(n, ast.Call)}
     seen: dict[str, ast.expr] = {}
-    for n in ast.walk(fwd):
+    for n in walk(fwd):
         if _module_read(n, facts) and id(n) not in called:
             seen.setdefault(ast.unparse(n), n)
     return [seen[k] for k in sorted(seen)]
@@ -129,7 +129,7 @@ def _object_reads(fwd: ast.FunctionDef, facts: Facts) -> bool:
     or the tape's ``append`` (an object's attributes are not in its key)."""
     methods = {
         id(n.func)
-        for n in ast.walk(fwd)
+        for n in walk(fwd)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and (n.func.attr in SHAPE_METHODS or anno(n).get("tape") == "append")
@@ -144,7 +144,7 @@ def _object_reads(fwd: ast.FunctionDef, facts: Facts) -> bool:
             and facts.module.bindings.get(n.value.id) is np
             and n.value.id not in facts.defs
         )
-        for n in ast.walk(fwd)
+        for n in walk(fwd)
     )
 
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import SCALAR
+from s2sad.transforms.astutil import walk
 from s2sad.transforms.buffers import along
 from s2sad.transforms.buffers.facts import Facts
 from s2sad.transforms.reverse.likes import F64
@@ -63,13 +64,20 @@ def rewrite(
     params = {a.arg: False for a in fn.args.args + fn.args.kwonlyargs}
     facts = Facts(module, params)
     facts.collect(fn.body)
-    values = numpy_values(facts, array_params(fn, examples or {}))
-    for node in ast.walk(fn):
+    # one walk for all three rewrites: none makes a node another one rewrites
+    # (``a.sum() / a.size``, ``max_along(x, 1)``), and the calls they replace
+    # are skipped (a long function has over 100,000 nodes)
+    nodes = list(walk(fn))
+    values = numpy_values(facts, array_params(fn, examples or {}, nodes))
+    replaced = set()
+    for node in nodes:
         if isinstance(node, ast.Assign) and _float64_mean(node.value, facts, likes):
+            replaced.add(id(node.value))
             node.value = _sum_over_size(node.value.args[0].id)
-    along.rewrite(fn, module, facts, values)
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and _rewritable(node, facts, values):
+    calls = [n for n in nodes if isinstance(n, ast.Call) and id(n) not in replaced]
+    along.rewrite(fn, module, facts, values, calls, nodes)
+    for node in calls:
+        if _rewritable(node, facts, values):
             node.func = ast.Attribute(
                 value=ast.Name(node.args[0].id, ast.Load()),
                 attr=facts.np_func(node),
@@ -92,14 +100,16 @@ def numpy_values(facts: Facts, arrays: set[str] = frozenset()) -> set[str]:
     return known
 
 
-def array_params(fn: ast.FunctionDef, examples: dict) -> set[str]:
-    """The parameters of ``fn`` given an ``np.ndarray`` and never bound again."""
+def array_params(fn: ast.FunctionDef, examples: dict, nodes=None) -> set[str]:
+    """The parameters of ``fn`` given an ``np.ndarray`` and never bound again
+    (``nodes``: ``fn``'s, when the caller has walked it)."""
+    nodes = list(walk(fn)) if nodes is None else nodes
     stored = {
         n.id
-        for n in ast.walk(fn)
+        for n in nodes
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
-    stored |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} - {
+    stored |= {a.arg for a in nodes if isinstance(a, ast.arg)} - {
         a.arg for a in fn.args.args + fn.args.kwonlyargs
     }  # names of nested functions' parameters
     return {

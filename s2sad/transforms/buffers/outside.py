@@ -18,7 +18,7 @@ import ast
 import builtins
 from typing import Any
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 
 #: module names whose attributes are functions and constants, never the caller's arrays
 MODULES = frozenset({"np", "math"})
@@ -50,13 +50,13 @@ def unplace_results(functions: list) -> None:
 def _reads_outside(fn: ast.FunctionDef, own: set) -> bool:
     local = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
     local |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             local.add(node.id)
         elif isinstance(node, ast.arg):
             local.add(node.arg)
     exempt: set[int] = set()  # chains called, or compared by identity
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and not _known_callee(node.func, own):
                 return True
@@ -69,7 +69,7 @@ def _reads_outside(fn: ast.FunctionDef, own: set) -> bool:
         ):
             for side in [node.left, *node.comparators]:
                 exempt.update(_chain(side))
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if (
             isinstance(node, ast.Attribute)
             and id(node) not in exempt

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import SCALAR
-from s2sad.transforms.astutil import name
+from s2sad.transforms.astutil import name, walk
 
 
 def run(job: Any, module: Any) -> None:
@@ -43,16 +43,16 @@ def rewrite(fn: ast.FunctionDef, module: Any, numbers: Any = frozenset()) -> Non
     from s2sad.runtime import scalar
 
     npname = next((a for a, v in module.bindings.items() if v is np), None)
-    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(fn) if isinstance(n, ast.Name)}
     names |= {a.arg for a in fn.args.args}
     local = {
         n.id
-        for n in ast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     if npname is None or npname in local or "scalar" in names:
         return
-    calls = [c for c in ast.walk(fn) if _math_call(c, npname, scalar.MATH_NAMES)]
+    calls = [c for c in walk(fn) if _math_call(c, npname, scalar.MATH_NAMES)]
     if not calls:
         return
     direct = [c for c in calls if _number(c.args[0], numbers)]

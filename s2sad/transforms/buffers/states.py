@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms import liveness
+from s2sad.transforms.astutil import walk
 from s2sad.transforms.comments import is_marker
 
 
@@ -70,7 +71,7 @@ def walk_backwards(fn: ast.FunctionDef, live: dict, builtins: set[str]) -> bool:
 
 
 def _mentions_tape(s: ast.stmt) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "tape" for n in ast.walk(s))
+    return any(isinstance(n, ast.Name) and n.id == "tape" for n in walk(s))
 
 
 def _is_init(s: ast.stmt) -> bool:

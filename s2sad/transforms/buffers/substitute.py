@@ -52,7 +52,7 @@ from typing import Any
 
 from s2sad.options import SCALAR
 from s2sad.transforms import liveness
-from s2sad.transforms.astutil import anno, assign, name
+from s2sad.transforms.astutil import anno, assign, name, walk
 from s2sad.transforms.buffers import states
 from s2sad.transforms.comments import is_marker
 
@@ -117,7 +117,7 @@ def tidy(fn: ast.FunctionDef, scope: set[str], bindings: dict[str, Any]) -> bool
         changed = True
     live = liveness.live_after(fn.body)
     changed |= states.walk_backwards(fn, live, kit.builtin_names)
-    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    taken = {n.id for n in walk(fn) if isinstance(n, ast.Name)}
     return _math_in_loops(fn, kit, taken | params | set(bindings)) or changed
 
 
@@ -156,7 +156,7 @@ class _Kit:
     def harmless(self, s: ast.stmt) -> bool:
         """A statement that changes no object: its calls are ``math``'s, pure
         builtins' and the tape's, and it writes no item or attribute."""
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Call) and not (
                 self.is_math(n.func)
                 or (isinstance(n.func, ast.Name) and n.func.id in self.builtin_names)
@@ -219,9 +219,9 @@ def _math_in_loops(fn: ast.FunctionDef, kit: _Kit, taken: set[str]) -> bool:
     iteration (``grad``'s re-run on NumPy's functions rebinds ``math`` itself,
     so the locals read NumPy's then)."""
     calls: dict[tuple[str, str], list[ast.Call]] = {}
-    for loop in ast.walk(fn):
+    for loop in walk(fn):
         if isinstance(loop, (ast.For, ast.While)):
-            for c in ast.walk(loop):
+            for c in walk(loop):
                 if isinstance(c, ast.Call) and kit.is_math(c.func):
                     key = (c.func.value.id, c.func.attr)
                     if all(c is not d for d in calls.get(key, [])):
@@ -307,7 +307,7 @@ def _invariants(loop: ast.For | ast.While, live: dict, kit: _Kit, bound: set[str
     head = liveness.reads(loop.test if isinstance(loop, ast.While) else loop.iter)
     stores = [
         n.id
-        for n in ast.walk(loop)
+        for n in walk(loop)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     ]
     read_before: set[str] = set(head)
@@ -411,7 +411,7 @@ def _forward(block: list[ast.stmt], i: int, live: dict, kit: _Kit) -> bool:
     last = uses[-1]
     if t in live[id(last)] and t not in liveness.writes(last):
         return False  # read again further on
-    spots = [n for s in uses for n in ast.walk(s) if _is_load(n, t)]
+    spots = [n for s in uses for n in walk(s) if _is_load(n, t)]
     if not trivial and (len(spots) != 1 or _size(e) + _size(last) > _LONGEST):
         return False  # computed once, where it was; lines a person can read
     for s in uses:
@@ -420,9 +420,7 @@ def _forward(block: list[ast.stmt], i: int, live: dict, kit: _Kit) -> bool:
 
 
 def _size(node: ast.AST) -> int:
-    return sum(
-        isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call)) for n in ast.walk(node)
-    )
+    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call)) for n in walk(node))
 
 
 def _is_load(n: ast.AST, t: str) -> bool:
@@ -431,7 +429,7 @@ def _is_load(n: ast.AST, t: str) -> bool:
 
 def _replace(s: ast.stmt, t: str, e: ast.expr) -> None:
     """Each read of ``t`` in ``s`` becomes (a copy of) ``e``."""
-    for node in ast.walk(s):
+    for node in walk(s):
         for field, value in ast.iter_fields(node):
             if _is_load(value, t):
                 setattr(node, field, copy.deepcopy(e))

@@ -27,7 +27,7 @@ import ast
 from typing import Any
 
 from s2sad.options import BUFFERED
-from s2sad.transforms.astutil import Namer, anno, assign, name
+from s2sad.transforms.astutil import Namer, anno, assign, name, walk
 from s2sad.transforms.buffers import links, outside, sharing
 from s2sad.transforms.buffers.facts import helper_of
 from s2sad.transforms.buffers.sites import Sites
@@ -108,7 +108,7 @@ def _rewritten(
     A function that uses the name ``ws`` itself keeps the plain form: this is
     about the user's own names, so it is a check of the text.
     """
-    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(fn) if isinstance(n, ast.Name)}
     if WS in names | {a.arg for a in fn.args.args}:
         return None
     sites = Sites(module, fixed, namer, callee=callee)
@@ -154,7 +154,7 @@ def connect(functions: list, module: Any) -> None:
 def _calls_any(fn: ast.FunctionDef, names: set[str]) -> bool:
     return any(
         isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
-        for c in ast.walk(fn)
+        for c in walk(fn)
     )
 
 
@@ -163,7 +163,7 @@ def _pass_ws_on(fn: ast.FunctionDef, with_ws: set[str]) -> None:
 
     The module's functions call each other by name (each name is emitted once).
     """
-    for c in ast.walk(fn):
+    for c in walk(fn):
         if (
             isinstance(c, ast.Call)
             and isinstance(c.func, ast.Name)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from s2sad.errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from s2sad.options import Options
 from s2sad.runtime import tangents
-from s2sad.transforms.astutil import anno, call, const, function_def
+from s2sad.transforms.astutil import anno, call, const, function_def, walk
 from s2sad.transforms.forward import cleanup as cleanup_pass
 from s2sad.transforms.forward import statements
 from s2sad.transforms.forward.function import FunctionForward, mutator_position
@@ -130,13 +130,13 @@ def rename_clashing_imports(module) -> None:
     """Rename an imported rule or helper that a variable of some function shadows."""
     tree = ast.Module(body=module.functions, type_ignores=[])
     refs = [
-        n for n in ast.walk(tree) if isinstance(n, ast.Name) and anno(n).get("rule_ref")
+        n for n in walk(tree) if isinstance(n, ast.Name) and anno(n).get("rule_ref")
     ]
     user = {
         n.id
-        for n in ast.walk(tree)
+        for n in walk(tree)
         if isinstance(n, ast.Name) and not anno(n).get("rule_ref")
-    } | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    } | {a.arg for a in walk(tree) if isinstance(a, ast.arg)}
     for key, (mod, fn_name, alias) in sorted(module.rule_imports.items()):
         if alias in user:
             new = module.namer.fresh(alias)
@@ -150,7 +150,7 @@ def rename_clashing_imports(module) -> None:
 
 def _unstar(node: ast.FunctionDef) -> None:
     """``a, b, *_ = v`` (as gradient modules unpack rule results) -> ``a, b = v[:2]``."""
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if not (
             isinstance(sub, ast.Assign)
             and len(sub.targets) == 1
@@ -197,7 +197,7 @@ def _loop_counters(node: ast.FunctionDef) -> set[str]:
     """
     return {
         n.id
-        for s in ast.walk(node)
+        for s in walk(node)
         if isinstance(s, ast.For)
         for n in (s.target, s.iter)
         if isinstance(n, ast.Name)

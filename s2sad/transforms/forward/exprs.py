@@ -27,7 +27,7 @@ import numpy as np
 from s2sad.options import FOREIGN
 from s2sad.runtime import support, tangents
 from s2sad.runtime.tangents import TangentRule
-from s2sad.transforms.astutil import call, const, name
+from s2sad.transforms.astutil import call, const, name, walk
 from s2sad.transforms.front.activity import INDEX_KEYWORDS
 from s2sad.transforms.front.arguments import unpacked_active, unpacked_problem
 from s2sad.transforms.inline import bool_arithmetic, inline_single, instantiate
@@ -227,7 +227,7 @@ def _full_shape(expr: ast.expr, ans: str, args: list[ast.expr], i: int) -> bool:
     Then it already has the broadcast shape of the output; otherwise (``g`` alone
     for an add) it may be smaller and is broadcast explicitly.
     """
-    used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    used = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
     others = {a.id for k, a in enumerate(args) if k != i and isinstance(a, ast.Name)}
     return (
         ans in used

@@ -25,7 +25,7 @@ import numpy as np
 
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front.arguments import (
     unpacked_active,
     unpacked_displays,
@@ -70,7 +70,7 @@ class Activity:
 
 
 def statement_calls(stmts: list[ast.stmt]) -> list[ast.Call]:
-    return [c for s in stmts for c in ast.walk(s) if isinstance(c, ast.Call)]
+    return [c for s in stmts for c in walk(s) if isinstance(c, ast.Call)]
 
 
 def simple_statements(body: list[ast.stmt]):
@@ -230,7 +230,7 @@ def _check(
     params = {a.arg for a in node.args.args}
     missing, unsupported = [], []
     for s in stmts:
-        for call in (c for c in ast.walk(s) if isinstance(c, ast.Call)):
+        for call in (c for c in walk(s) if isinstance(c, ast.Call)):
             _check_call(call, act, source, missing, unsupported)
         unsupported += unpacked_displays(s, act, source)
         target, _ = flow(s)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import AliasingError
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front import fresh, ranks, returns
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.front.aliasing_facts import (
@@ -144,12 +144,12 @@ def run(
     # names bound otherwise than by 'name = value' (for targets...): no rank
     single = {
         id(s.targets[0])
-        for s in ast.walk(node)
+        for s in walk(node)
         if isinstance(s, ast.Assign) and len(s.targets) == 1
     }
     untrusted = {
         n.id
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Name)
         and not isinstance(n.ctx, ast.Load)
         and id(n) not in single
@@ -168,12 +168,12 @@ def run(
     checker.env = env or {}
     # r = range(n) (normalized loops), bound once
     counts: dict[str, int] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     checker.ranges = {
         s.targets[0].id: s.value
-        for s in ast.walk(node)
+        for s in walk(node)
         if isinstance(s, ast.Assign)
         and isinstance(s.targets[0], ast.Name)
         and counts.get(s.targets[0].id) == 1
@@ -291,13 +291,13 @@ class _Checker:
         # t[k] reads only the element: a scalar one cannot have been changed
         scalar_items = {
             id(n.value)
-            for n in ast.walk(s)
+            for n in walk(s)
             if isinstance(n, ast.Subscript)
             and isinstance(n.value, ast.Name)
             and n.value.id in state.elements
             and self.scalar(n, state)
         }
-        for n in ast.walk(s):
+        for n in walk(s):
             if (
                 isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Load)
@@ -326,7 +326,7 @@ class _Checker:
         A statement may be visited more than once (branches, loop iterations):
         an argument counts as a scalar only if it is one at every visit.
         """
-        for n in ast.walk(s):
+        for n in walk(s):
             if not isinstance(n, ast.Call):
                 continue
             info = anno(n).get("call")

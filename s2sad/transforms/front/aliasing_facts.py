@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front.activity import is_append
 
 
 def containers(node: ast.FunctionDef) -> set[str]:
     """Names that hold lists, tuples or dicts (literals, or appended to)."""
     out = set()
-    for s in ast.walk(node):
+    for s in walk(node):
         if (
             isinstance(s, ast.Assign)
             and isinstance(s.targets[0], ast.Name)
@@ -28,12 +28,12 @@ def frozen_dicts(node: ast.FunctionDef) -> set[str]:
     """Names bound once, to a dict display with constant keys, and only ever read
     as ``d["key"]`` after: nothing changes their items."""
     uses: dict[str, list] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name):
             uses.setdefault(n.id, []).append(n)
     made = {
         s.targets[0].id: s
-        for s in ast.walk(node)
+        for s in walk(node)
         if isinstance(s, ast.Assign)
         and isinstance(s.targets[0], ast.Name)
         and isinstance(s.value, ast.Dict)
@@ -41,7 +41,7 @@ def frozen_dicts(node: ast.FunctionDef) -> set[str]:
     }
     reads = {
         id(n.value)
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Subscript)
         and isinstance(n.value, ast.Name)
         and isinstance(n.slice, ast.Constant)
@@ -58,7 +58,7 @@ def plain_lists(node: ast.FunctionDef) -> set[str]:
     """Names bound only to list displays and used only as ``lst.append(v)``,
     ``lst[i]``, ``lst[i] = v`` and ``len(lst)``: nothing else changes them."""
     allowed: set[int] = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.List):
             allowed.update(id(t) for t in n.targets if isinstance(t, ast.Name))
         elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
@@ -68,7 +68,7 @@ def plain_lists(node: ast.FunctionDef) -> set[str]:
         elif isinstance(n, ast.Call) and _is_len(n):
             allowed.add(id(n.args[0]))
     uses: dict[str, list] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name):
             uses.setdefault(n.id, []).append(n)
     return {k for k, ns in uses.items() if all(id(n) in allowed for n in ns)}

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.transforms.astutil import Namer, copy_loc, name
+from s2sad.transforms.astutil import Namer, copy_loc, name, walk
 
 _COMPS = (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)
 _STMT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -38,7 +38,7 @@ _STMT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 def run(node: ast.FunctionDef, namer: Namer, source) -> ast.FunctionDef:
     """Rewrite ``node`` in place; raise :class:`UnsupportedSyntaxError` for the
     comprehensions that cannot be hoisted."""
-    if not any(isinstance(sub, _COMPS) for sub in ast.walk(node)):
+    if not any(isinstance(sub, _COMPS) for sub in walk(node)):
         return node
     rewriter = _Rewriter(namer, source)
     node.body = rewriter.block(node.body)
@@ -108,7 +108,7 @@ class _Rewriter:
             {
                 n.id
                 for gen in comp.generators
-                for n in ast.walk(gen.target)
+                for n in walk(gen.target)
                 if isinstance(n, ast.Name)
             }
         )
@@ -210,11 +210,11 @@ class _Hoister(ast.NodeTransformer):
 
 
 def _has_comp(node: ast.AST) -> bool:
-    return any(isinstance(sub, _COMPS) for sub in ast.walk(node))
+    return any(isinstance(sub, _COMPS) for sub in walk(node))
 
 
 def _store(target: ast.expr) -> ast.expr:
-    for sub in ast.walk(target):
+    for sub in walk(target):
         if isinstance(sub, (ast.Name, ast.Tuple, ast.List, ast.Starred)):
             sub.ctx = ast.Store()
     return target
@@ -246,9 +246,7 @@ class _Renamer(ast.NodeTransformer):
     def _comp(self, node: ast.expr) -> ast.expr:
         gens = node.generators
         gens[0].iter = self.visit(gens[0].iter)
-        bound = {
-            n.id for g in gens for n in ast.walk(g.target) if isinstance(n, ast.Name)
-        }
+        bound = {n.id for g in gens for n in walk(g.target) if isinstance(n, ast.Name)}
         fields = [(g, "target") for g in gens] + [(g, "ifs") for g in gens]
         fields += [(g, "iter") for g in gens[1:]]
         if isinstance(node, ast.DictComp):
@@ -261,7 +259,7 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.expr:
         node.args = self.visit(node.args)
-        bound = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        bound = {a.arg for a in walk(node.args) if isinstance(a, ast.arg)}
         return self._scoped(node, bound, [(node, "body")])
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from s2sad.transforms.astutil import anno, copy_loc, name
+from s2sad.transforms.astutil import anno, copy_loc, name, walk
 
 _STMT_LISTS = ("body", "orelse")
 
@@ -44,7 +44,7 @@ def run(node: ast.FunctionDef, examples: dict, top: bool, namer) -> None:
 
 def _container_kinds(node: ast.FunctionDef, examples: dict) -> dict[str, type]:
     counts: dict[str, int] = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     kinds: dict[str, type] = {}
@@ -55,7 +55,7 @@ def _container_kinds(node: ast.FunctionDef, examples: dict) -> dict[str, type]:
         value = examples.get(a.arg)
         if isinstance(value, (dict, list)) and counts.get(a.arg, 0) == 0:
             kinds[a.arg] = type(value)
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if (
             isinstance(sub, ast.Assign)
             and len(sub.targets) == 1
@@ -110,7 +110,7 @@ def _block(stmts: list[ast.stmt], kinds: dict, writable: set, namer) -> list[ast
         new = _writes(s, kinds, writable, namer) or [s]
         for n in new:
             _Gets(kinds).visit(n)
-            for sub in ast.walk(n):
+            for sub in walk(n):
                 if isinstance(sub, (ast.expr, ast.stmt)) and not hasattr(sub, "lineno"):
                     ast.copy_location(sub, s)
         out.extend(new)
@@ -227,7 +227,7 @@ class _Gets(ast.NodeTransformer):
         default = node.args[1] if len(node.args) == 2 else ast.Constant(None)
         test = ast.Compare(left=key, ops=[ast.In()], comparators=[name(d)])
         out = ast.IfExp(test=test, body=_item(d, key), orelse=default)
-        for sub in ast.walk(out):
+        for sub in walk(out):
             if not hasattr(sub, "lineno"):
                 ast.copy_location(sub, node)
         return out

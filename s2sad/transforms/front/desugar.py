@@ -28,13 +28,14 @@ import ast
 from dataclasses import dataclass
 
 from s2sad.transforms.astutil import (
+    Namer,
     any_of,
     assign,
     const,
     copy_loc,
     name,
     not_any,
-    Namer,
+    walk,
 )
 
 
@@ -84,7 +85,7 @@ def run(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:
 def _needs_flags(body: list[ast.stmt]) -> bool:
     """True when some ``return`` is not the function's last top-level statement."""
     for i, stmt in enumerate(body):
-        for sub in ast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, ast.Return) and not (sub is stmt and i == len(body) - 1):
                 if not _in_nested_def(stmt, sub):
                     return True
@@ -92,9 +93,9 @@ def _needs_flags(body: list[ast.stmt]) -> bool:
 
 
 def _in_nested_def(root: ast.AST, target: ast.AST) -> bool:
-    for sub in ast.walk(root):
+    for sub in walk(root):
         if isinstance(sub, (ast.FunctionDef, ast.Lambda)) and sub is not root:
-            if any(n is target for n in ast.walk(sub)):
+            if any(n is target for n in walk(sub)):
                 return True
     return False
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front.returns import FRESH_FUNCTIONS, _member
 
 
@@ -34,11 +34,11 @@ def fresh_temps(node: ast.FunctionDef) -> dict[int, set[str]]:
     can see the change, so rebinding ``p`` is the same thing."""
     loads: dict[str, int] = {}
     stores: dict[str, int] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name):
             counts = loads if isinstance(n.ctx, ast.Load) else stores
             counts[n.id] = counts.get(n.id, 0) + 1
-    params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in walk(node.args) if isinstance(a, ast.arg)}
     out: dict[int, set[str]] = {}
     for body in _blocks(node):
         for j, d in enumerate(body):
@@ -54,7 +54,7 @@ def fresh_temps(node: ast.FunctionDef) -> dict[int, set[str]]:
             if not _new_array(d.value):
                 continue
             for s in body[j + 1 :]:
-                if any(isinstance(n, ast.Name) and n.id == t for n in ast.walk(s)):
+                if any(isinstance(n, ast.Name) and n.id == t for n in walk(s)):
                     if not isinstance(s, _COMPOUND):
                         out.setdefault(id(s), set()).add(t)
                     break
@@ -167,7 +167,7 @@ def changed_params(info: Any, local_functions: dict, reach=False) -> set[int]:
         return every
     params = [a.arg for a in node.args.args]
     changed = set()
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             changed.add(sub.target.id)
         for t in sub.targets if isinstance(sub, ast.Assign) else []:
@@ -194,7 +194,7 @@ def _reached_changes(node: ast.FunctionDef, params: list[str]) -> set[str]:
     grew = True
     while grew:
         grew = False
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
                 t, v = sub.targets[0], sub.value
                 while isinstance(v, (ast.Subscript, ast.Attribute)):
@@ -208,7 +208,7 @@ def _reached_changes(node: ast.FunctionDef, params: list[str]) -> set[str]:
                     owner[t.id] = owner[v.id]
                     grew = True
     out = set()
-    for sub in ast.walk(node):
+    for sub in walk(node):
         whole = []  # the name itself changes: p += g, p.append(v), out=p
         parts = sub.targets if isinstance(sub, ast.Assign) else []
         if isinstance(sub, ast.AugAssign):
@@ -232,7 +232,7 @@ _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)
 
 
 def _blocks(node: ast.AST):
-    for n in ast.walk(node):
+    for n in walk(node):
         for f in ("body", "orelse", "finalbody"):
             body = getattr(n, f, None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):

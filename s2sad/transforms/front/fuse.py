@@ -33,7 +33,7 @@ import ast
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import fuse_losses
 from s2sad.transforms.front.calls import CallInfo
@@ -161,13 +161,13 @@ def _once(name: str, stores, loads) -> bool:
 def _reads(stmt, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-        for n in ast.walk(stmt)
+        for n in walk(stmt)
     )
 
 
 def _load_counts(node) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts

@@ -49,7 +49,7 @@ import sys
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.shifts import _assigned
 
@@ -158,11 +158,11 @@ class Chain:
             and all(
                 isinstance(n, (ast.Name, ast.Load, ast.Tuple, ast.Slice, ast.Constant))
                 or n is va
-                for n in ast.walk(va)
+                for n in walk(va)
             )
         ):
             return False
-        names = [n.id for n in ast.walk(va) if isinstance(n, ast.Name)]
+        names = [n.id for n in walk(va) if isinstance(n, ast.Name)]
         lo, hi = sorted((da[0], db[0]))
         if not self.untouched(names, lo, hi + 1):
             return False
@@ -182,7 +182,7 @@ class Chain:
 
 
 def _touches(stmt, names: set[str]) -> bool:
-    for n in ast.walk(stmt):
+    for n in walk(stmt):
         if (
             isinstance(n, ast.Name)
             and n.id in names
@@ -192,7 +192,7 @@ def _touches(stmt, names: set[str]) -> bool:
         if (
             isinstance(n, (ast.Subscript, ast.Attribute))
             and not isinstance(n.ctx, ast.Load)
-            and any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n))
+            and any(isinstance(m, ast.Name) and m.id in names for m in walk(n))
         ):
             return True
         if isinstance(n, ast.Call):
@@ -204,7 +204,7 @@ def _touches(stmt, names: set[str]) -> bool:
                 return True  # a method may change its array in place
             for k in n.keywords:
                 if k.arg == "out" and any(
-                    isinstance(m, ast.Name) and m.id in names for m in ast.walk(k.value)
+                    isinstance(m, ast.Name) and m.id in names for m in walk(k.value)
                 ):
                     return True
     return False

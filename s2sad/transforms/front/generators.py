@@ -27,7 +27,7 @@ import ast
 import inspect
 
 from s2sad.errors import UnsupportedSyntaxError
-from s2sad.transforms.astutil import without_docstring
+from s2sad.transforms.astutil import walk, without_docstring
 from s2sad.transforms.front import parse
 
 _YIELDS = (ast.Yield, ast.YieldFrom)
@@ -56,10 +56,10 @@ def materialize_calls(parsed) -> None:
     """
     local = {
         n.id
-        for n in ast.walk(parsed.node)
+        for n in walk(parsed.node)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
-    local |= {a.arg for a in ast.walk(parsed.node) if isinstance(a, ast.arg)}
+    local |= {a.arg for a in walk(parsed.node) if isinstance(a, ast.arg)}
 
     def resolve(func: ast.expr):
         if isinstance(func, ast.Name):
@@ -135,7 +135,7 @@ def run(parsed, top: bool) -> None:
     body.insert(start, init)
     body.append(ast.Return(ast.Name(out, ast.Load())))
     node.body = body
-    for stmt in ast.walk(node):
+    for stmt in walk(node):
         if not hasattr(stmt, "lineno") and isinstance(stmt, (ast.stmt, ast.expr)):
             ast.copy_location(stmt, node)
     ast.fix_missing_locations(node)
@@ -149,8 +149,8 @@ def _endless(loop: ast.While) -> bool:
 
 
 def _fresh(node: ast.FunctionDef, base: str) -> str:
-    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    used |= {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    used = {n.id for n in walk(node) if isinstance(n, ast.Name)}
+    used |= {a.arg for a in walk(node) if isinstance(a, ast.arg)}
     name, k = base, 0
     while name in used:
         k += 1

@@ -55,7 +55,7 @@ import types
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, const, name
+from s2sad.transforms.astutil import anno, const, name, walk
 from s2sad.transforms.front import activity, invariants
 from s2sad.transforms.front.calls import CallInfo
 
@@ -109,7 +109,7 @@ def run(job, module) -> None:
                 block[i:i] = added
                 i += len(added)
                 for new in added:  # a local; assigned again when a loop holds this one
-                    for sub in ast.walk(new):
+                    for sub in walk(new):
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             job.norm.locals.add(sub.id)
                             if looped or isinstance(new, ast.For):
@@ -185,7 +185,7 @@ def _hoist_loop(loop, job, module, arrays, loads, fn) -> list[ast.stmt]:
     while dropped:
         loop.body[:] = [s for s in loop.body if s not in dropped] or [ast.Pass()]
         for s in dropped:
-            for sub in ast.walk(s.value):
+            for sub in walk(s.value):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                     loads[sub.id] = loads.get(sub.id, 0) - 1
         dropped = [s for s in loop.body if _dead_arithmetic(s, loads, stored)]
@@ -311,7 +311,7 @@ def _product_with(stmt, a: str) -> str | None:
 
 def _changes_arrays(loop: ast.For) -> bool:
     """Whether the loop may change an array in place (any array: names may share)."""
-    for sub in ast.walk(loop):
+    for sub in walk(loop):
         if isinstance(sub, (ast.AugAssign, ast.Delete)):
             return True
         if isinstance(sub, ast.Assign) and not all(
@@ -341,7 +341,7 @@ def _plain_target(target) -> bool:
 def _known_arrays(fn: ast.FunctionDef, counts: dict) -> set[str]:
     """Names assigned once, by a NumPy function or an array method."""
     out = set()
-    for sub in ast.walk(fn):
+    for sub in walk(fn):
         if not (
             isinstance(sub, ast.Assign)
             and len(sub.targets) == 1
@@ -374,7 +374,7 @@ def _numpy_function(obj) -> bool:
 
 def _store_counts(node) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             counts[sub.id] = counts.get(sub.id, 0) + 1
         elif isinstance(sub, (ast.For, ast.comprehension)) and isinstance(
@@ -386,7 +386,7 @@ def _store_counts(node) -> dict[str, int]:
 
 def _load_counts(node) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     return counts

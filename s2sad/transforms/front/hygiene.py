@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from s2sad.transforms.astutil import Namer
+from s2sad.transforms.astutil import Namer, walk
 
 #: names emitted functions bind or read as locals, or as module-level helpers
 FIXED = frozenset({"tape", "g_out", "saved", "ws", "np", "scalar"})
@@ -38,8 +38,8 @@ def run(job, module) -> dict[str, str]:
     reserved = set(FIXED | BUILTINS) | set(module.helper_names) | module_names(module)
     if _reads(node, "_"):
         reserved.add("_")  # emitted code throws results away into ``_``
-    every = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    every |= {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    every = {n.id for n in walk(node) if isinstance(n, ast.Name)}
+    every |= {a.arg for a in walk(node) if isinstance(a, ast.arg)}
     namer = Namer(every | reserved | module.namer.used)
     renamed = _rename_scope(node, {}, reserved, namer)
     params = {new: old for old, new in renamed.items()}
@@ -127,5 +127,5 @@ def _bound(scope: ast.AST) -> set[str]:
 def _reads(node: ast.AST, ident: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == ident and isinstance(n.ctx, ast.Load)
-        for n in ast.walk(node)
+        for n in walk(node)
     )

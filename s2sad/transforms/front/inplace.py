@@ -33,7 +33,7 @@ import numpy as np
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.runtime.objects import write_argument
-from s2sad.transforms.astutil import anno, copy_loc
+from s2sad.transforms.astutil import anno, copy_loc, walk
 from s2sad.transforms.front.calls import CallInfo
 
 #: argument types that ``+=`` rebinds instead of changing in place
@@ -158,7 +158,7 @@ def fresh_copies(parsed: Any) -> set[str]:
 
 
 def _items_written(node: ast.FunctionDef, p: str) -> bool:
-    for sub in ast.walk(node):
+    for sub in walk(node):
         for t in sub.targets if isinstance(sub, ast.Assign) else []:
             while isinstance(t, ast.Subscript):
                 t = t.value
@@ -172,7 +172,7 @@ def _in_place_only(node: ast.FunctionDef, p: str) -> bool:
     for stmt in node.body:
         for sub in _walk(stmt):
             if isinstance(sub, (ast.FunctionDef, ast.Lambda)) and any(
-                isinstance(n, ast.Name) and n.id == p for n in ast.walk(sub)
+                isinstance(n, ast.Name) and n.id == p for n in walk(sub)
             ):
                 return False
             if _changed(sub) == p and not isinstance(sub, ast.AugAssign):
@@ -197,12 +197,12 @@ def _in_place_only(node: ast.FunctionDef, p: str) -> bool:
 
 def _aug_target(node: ast.AST, name_node: ast.Name) -> bool:
     return any(
-        isinstance(s, ast.AugAssign) and s.target is name_node for s in ast.walk(node)
+        isinstance(s, ast.AugAssign) and s.target is name_node for s in walk(node)
     )
 
 
 def _fresh(node: ast.FunctionDef, base: str) -> str:
-    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    used = {n.id for n in walk(node) if isinstance(n, ast.Name)}
     used |= {x.arg for x in node.args.args}
     out, k = base, 1
     while out in used:

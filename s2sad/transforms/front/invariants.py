@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 
 #: methods that change a list, dict or set in place
 CONTAINER_MUTATORS = frozenset(
@@ -62,7 +62,7 @@ def invariant_reads(loop: ast.For, fn: ast.FunctionDef, counts: dict) -> list:
     if receivers:  # a new list, dict or set changed in the loop: not read from
         aliased = receivers | {
             n.id
-            for s in ast.walk(fn)
+            for s in walk(fn)
             if isinstance(s, ast.Assign) and isinstance(s.value, ast.Name)
             for n in [s.value, *s.targets]
             if isinstance(n, ast.Name)
@@ -84,7 +84,7 @@ def invariant_reads(loop: ast.For, fn: ast.FunctionDef, counts: dict) -> list:
                 loop.body.remove(stmt)
                 moved.append(stmt)
                 continue
-        seen |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        seen |= {n.id for n in walk(stmt) if isinstance(n, ast.Name)}
     if not loop.body:
         loop.body.append(ast.Pass())
     return moved
@@ -96,7 +96,7 @@ def surely_runs(block: list, i: int, rng: str) -> bool:
     for s in reversed(block[:i]):
         if any(
             isinstance(n, ast.Name) and n.id == rng and isinstance(n.ctx, ast.Store)
-            for n in ast.walk(s)
+            for n in walk(s)
         ):
             v = getattr(s, "value", None)
             if not (
@@ -141,7 +141,7 @@ def _mutated_receivers(loop: ast.For) -> set | None:
     """Names whose container methods change them in the loop; None when a
     mutating method is called on anything but a name."""
     out = set()
-    for sub in ast.walk(loop):
+    for sub in walk(loop):
         if (
             isinstance(sub, ast.Call)
             and isinstance(sub.func, ast.Attribute)
@@ -156,19 +156,19 @@ def _mutated_receivers(loop: ast.For) -> set | None:
 def _fresh_containers(fn: ast.FunctionDef, counts: dict) -> set:
     """Names the function assigns only a new list, dict or set (literals)."""
     fresh, other = set(), set()
-    for s in ast.walk(fn):
+    for s in walk(fn):
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
             tg = s.targets[0]
             if isinstance(tg, ast.Name):
                 new = isinstance(s.value, (ast.List, ast.Dict, ast.Set))
                 (fresh if new else other).add(tg.id)
-    params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in walk(fn.args) if isinstance(a, ast.arg)}
     return fresh - other - params
 
 
 def _stores(node) -> dict:
     counts: dict = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     return counts

@@ -36,7 +36,7 @@ from s2sad.runtime.iteration import (
     plain_mapping,
     plain_mapping_class,
 )
-from s2sad.transforms.astutil import anno, assign, call, const, name, stores
+from s2sad.transforms.astutil import anno, assign, call, const, name, stores, walk
 from s2sad.transforms.front.calls import CallInfo
 
 
@@ -275,7 +275,7 @@ class LoopNormalizer:
         """The values a local is assigned, when every binding of it is a plain
         assignment (else empty: a loop target, an unpacking, an ``aug``)."""
         values, bindings = [], 0
-        for n in ast.walk(self.parsed.node):
+        for n in walk(self.parsed.node):
             if isinstance(n, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == var for t in n.targets
             ):

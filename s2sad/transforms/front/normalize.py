@@ -65,7 +65,7 @@ class Normalizer(LoopNormalizer, CallNormalizer):
             if isinstance(stmt, (ast.If, ast.For, ast.While)):
                 out |= stores(stmt)
             elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
-                isinstance(n, (ast.IfExp, ast.BoolOp)) for n in ast.walk(stmt)
+                isinstance(n, (ast.IfExp, ast.BoolOp)) for n in astutil.walk(stmt)
             ):
                 out |= stores(stmt)
         return out
@@ -478,7 +478,7 @@ def ssa_rename(
 
 
 def _rename_loads(stmt: ast.stmt, current: dict[str, str]) -> None:
-    for sub in ast.walk(stmt):
+    for sub in astutil.walk(stmt):
         if (
             isinstance(sub, ast.Name)
             and isinstance(sub.ctx, ast.Load)

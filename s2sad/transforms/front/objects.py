@@ -29,7 +29,16 @@ import numpy as np
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.runtime.objects import read_attribute, store_attribute, store_items
 from s2sad.runtime.support import globals_changed
-from s2sad.transforms.astutil import anno, assign, call, const, copy_loc, name, stores
+from s2sad.transforms.astutil import (
+    anno,
+    assign,
+    call,
+    const,
+    copy_loc,
+    name,
+    stores,
+    walk,
+)
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front.calls import CallInfo, example_of
 
@@ -50,7 +59,7 @@ def store(target: ast.Attribute, value: ast.expr) -> ast.stmt:
 
 
 def _stores(node: ast.FunctionDef):
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Call) and "attribute_store" in anno(sub):
             yield sub
 
@@ -69,7 +78,7 @@ def _attributes_read(fn, receiver) -> set[str]:
             continue
         out |= {
             s.attr
-            for s in ast.walk(tree)
+            for s in walk(tree)
             if isinstance(s, ast.Attribute) and isinstance(s.ctx, ast.Load)
         }
     return out
@@ -125,15 +134,15 @@ def run(job, module) -> None:
             )
             if isinstance(obj, ast.Name):
                 written[obj.id] = site.args[1].value
-    funcs = {id(c.func) for c in ast.walk(job.node) if isinstance(c, ast.Call)}
-    for sub in ast.walk(job.node):
+    funcs = {id(c.func) for c in walk(job.node) if isinstance(c, ast.Call)}
+    for sub in walk(job.node):
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.ctx, ast.Load)
             and id(sub) not in funcs
         ):
             reads.setdefault(sub.attr, (source, sub))
-    for site in (c for c in ast.walk(job.node) if isinstance(c, ast.Call)):
+    for site in (c for c in walk(job.node) if isinstance(c, ast.Call)):
         info = anno(site).get("call")
         if info is not None and info.target is read_attribute and not job.top:
             # a callee's entry value: a differentiated one an earlier call left
@@ -322,7 +331,7 @@ class _Unroll(ast.NodeTransformer):
             or not any(_is_object(v) for v in objs)
             or not isinstance(node.target, ast.Name)
             or node.orelse
-            or any(isinstance(s, (ast.Break, ast.Continue)) for s in ast.walk(node))
+            or any(isinstance(s, (ast.Break, ast.Continue)) for s in walk(node))
             or node.target.id in stores_in(node.body)
         ):
             return node
@@ -370,6 +379,6 @@ def stores_in(body: list[ast.stmt]) -> set[str]:
     return {
         n.id
         for s in body
-        for n in ast.walk(s)
+        for n in walk(s)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }

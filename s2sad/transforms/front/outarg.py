@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, copy_loc, name
+from s2sad.transforms.astutil import anno, copy_loc, name, walk
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.parse import MISSING
 
@@ -112,9 +112,9 @@ class _Rewriter(ast.NodeTransformer):
 def run(parsed: Any) -> None:
     """Rewrite the function's ``out=`` calls (see the module docstring)."""
     node = parsed.node
-    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
+    local = {a.arg for a in walk(node.args) if isinstance(a, ast.arg)} | {
         n.id
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
     r = _Rewriter(parsed.env, local)

@@ -26,6 +26,7 @@ from typing import Any
 import gast
 
 from s2sad.errors import Problem, SourceUnavailableError, UnsupportedSyntaxError
+from s2sad.transforms.astutil import walk
 
 MISSING = object()
 
@@ -167,7 +168,7 @@ def _parse(text: str, fn: Any) -> ast.Module:
 
 
 def _shift(tree: ast.AST, lines: int, cols: int) -> None:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += lines
             node.col_offset += cols
@@ -178,7 +179,7 @@ def _shift(tree: ast.AST, lines: int, cols: int) -> None:
 
 def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
     if fn.__name__ == "<lambda>":
-        lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        lambdas = [n for n in walk(tree) if isinstance(n, ast.Lambda)]
         wanted = fn.__code__.co_varnames[: fn.__code__.co_argcount]
         lambdas = [
             lam for lam in lambdas if tuple(a.arg for a in lam.args.args) == wanted
@@ -190,7 +191,7 @@ def _find_def(tree: ast.Module, fn: Any, source: SourceInfo) -> ast.FunctionDef:
             )
         return lambda_to_def(lambdas[0], "lambda_fn")
     code = fn.__code__  # functools.wraps copies __name__: the code knows its own
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if (
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.name == code.co_name

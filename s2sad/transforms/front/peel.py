@@ -39,7 +39,7 @@ import ast
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, name
+from s2sad.transforms.astutil import anno, name, walk
 from s2sad.transforms.front.calls import CallInfo
 from s2sad.transforms.front.hoist import _blocks, _changes_arrays
 
@@ -89,7 +89,7 @@ def _zero_products(block: list[ast.stmt], i: int) -> list[tuple[int, int]]:
         ]
         if zero:
             sites.append((k, zero[0]))
-        for sub in ast.walk(s):
+        for sub in walk(s):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 assigned.add(sub.id)
     return sites
@@ -109,7 +109,7 @@ def _zero_names(block: list[ast.stmt], i: int) -> set[str]:
             and not any(
                 isinstance(n, ast.Name) and n.id == s.targets[0].id
                 for later in block[j + 1 : i]
-                for n in ast.walk(later)
+                for n in walk(later)
             )
         ):
             out.add(s.targets[0].id)

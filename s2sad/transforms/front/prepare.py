@@ -19,7 +19,7 @@ import inspect
 import sys
 import types
 
-from s2sad.transforms.astutil import Namer, anno, name
+from s2sad.transforms.astutil import Namer, anno, name, walk
 from s2sad.transforms.front import (
     attributes,
     callees,
@@ -70,8 +70,8 @@ def desugar(job, module) -> None:
     job.renamed = hygiene.run(job, module)
     node = job.node
     job.namer = Namer(
-        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+        {n.id for n in walk(node) if isinstance(n, ast.Name)}
+        | {a.arg for a in walk(node) if isinstance(a, ast.arg)}
         | module.namer.used
         | set(module.helper_names)
         # the module's functions: the entry function's guard reads the ones its
@@ -110,7 +110,7 @@ def bind_statics(job, module) -> None:
     makes s2sad compile again instead of running stale code.
     """
     roots = set()
-    for sub in ast.walk(job.node):
+    for sub in walk(job.node):
         if isinstance(sub, ast.Call):
             root = sub.func
             while isinstance(root, ast.Attribute):

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.front.returns_tables import (
     FLOATING,
     FRESH_BUILTINS,
@@ -103,9 +103,9 @@ def returns_scalar(target: Any) -> bool:
     if node is None or not node.body or not isinstance(node.body[-1], ast.Return):
         return False
     nested = (ast.FunctionDef, ast.Lambda, ast.Yield, ast.YieldFrom, ast.ClassDef)
-    if any(isinstance(n, nested) for n in ast.walk(node) if n is not node):
+    if any(isinstance(n, nested) for n in walk(node) if n is not node):
         return False
-    values = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
+    values = [n.value for n in walk(node) if isinstance(n, ast.Return)]
     env = fn.__globals__
     return all(v is not None and _scalar_expr(v, env) for v in values)
 
@@ -158,7 +158,7 @@ def analyse(node: ast.FunctionDef, env: dict) -> Summary:
     a = node.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
         return None, None
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if sub is not node and isinstance(
             sub,
             (
@@ -186,7 +186,7 @@ def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
     lambda is not so named."""
     out: dict[str, set[str]] = {}
     named: dict[int, str] = {}
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.FunctionDef) and sub is not node:
             fn, name = sub, sub.name
         elif (
@@ -201,21 +201,21 @@ def _closures(node: ast.FunctionDef) -> dict[str, set[str]] | None:
             continue
         if name in out:
             return None  # two functions of one name: which one runs is not known
-        out[name] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-        out[name] |= {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+        out[name] = {n.id for n in walk(fn) if isinstance(n, ast.Name)}
+        out[name] |= {a.arg for a in walk(fn) if isinstance(a, ast.arg)}
     # the names bound here (globals, ``np``, are not this function's to share)
-    bound = {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    bound = {a.arg for a in walk(node) if isinstance(a, ast.arg)}
     stored = [
         n.id
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     ]
     out = {name: names & (bound | set(stored)) for name, names in out.items()}
     lambdas = set(named.values())
     if any(stored.count(name) != (name in lambdas) for name in out):
         return None  # the name is bound to something else too
-    called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
-    for sub in ast.walk(node):
+    called = {id(sub.func) for sub in walk(node) if isinstance(sub, ast.Call)}
+    for sub in walk(node):
         if isinstance(sub, ast.Lambda) and id(sub) not in named:
             return None
         if (
@@ -256,7 +256,7 @@ class _Summary:
     def run(self) -> Summary:
         for _ in range(50):
             before = dict(self.share)
-            for sub in ast.walk(self.node):
+            for sub in walk(self.node):
                 self.visit(sub)
             if before == self.share:
                 break

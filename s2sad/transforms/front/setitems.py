@@ -26,7 +26,7 @@ import ast
 import copy
 from typing import Any
 
-from s2sad.transforms.astutil import anno, assign, name
+from s2sad.transforms.astutil import anno, assign, name, walk
 from s2sad.transforms.front import objects
 from s2sad.transforms.front.aliasing import view_sources
 
@@ -105,7 +105,7 @@ def aliases(node: ast.FunctionDef, params: set[str]) -> set[str]:
     out = set(params)
     assigns = [
         s
-        for s in ast.walk(node)
+        for s in walk(node)
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
     ]
     grown = True

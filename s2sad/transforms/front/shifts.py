@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, loads
+from s2sad.transforms.astutil import anno, loads, walk
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front.calls import CallInfo
 
@@ -105,7 +105,7 @@ def _blocks(body: list[ast.stmt]):
 
 def _store_counts(node: ast.FunctionDef) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs:
@@ -276,7 +276,7 @@ def _apply(value: ast.expr, state, z: str, red: Reduction) -> tuple[str, int] | 
 def _load_count(tree: ast.AST, names: set[str]) -> int:
     return sum(
         1
-        for n in ast.walk(tree)
+        for n in walk(tree)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
     )
 
@@ -284,5 +284,5 @@ def _load_count(tree: ast.AST, names: set[str]) -> int:
 def _rebinds(stmt: ast.stmt, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-        for n in ast.walk(stmt)
+        for n in walk(stmt)
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import call, const, copy_loc, name
+from s2sad.transforms.astutil import call, const, copy_loc, name, walk
 
 _SPLITS = {"split", "array_split", "hsplit", "vsplit", "dsplit"}
 _STMT_LISTS = ("body", "orelse")
@@ -145,7 +145,7 @@ def _stmt_nodes(s: ast.stmt):
 
 def _item(var: str, i: int, like: ast.AST) -> ast.expr:
     sub = ast.Subscript(value=name(var), slice=const(i), ctx=ast.Load())
-    for n in ast.walk(sub):
+    for n in walk(sub):
         ast.copy_location(n, like)
     return sub
 
@@ -202,7 +202,7 @@ def _zip_target(s: ast.For, params, lengths, source) -> list[ast.stmt]:
         left=call("len", name(var)), ops=[ast.NotEq()], comparators=[const(n)]
     )
     guard = copy_loc(ast.If(test=test, body=[fail], orelse=[]), s)
-    for sub in ast.walk(guard):
+    for sub in walk(guard):
         ast.copy_location(sub, s)
     lengths_here = dict(lengths)
     lengths_here[var] = n

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno, loads
+from s2sad.transforms.astutil import anno, loads, walk
 
 #: calls whose result is the text of their arguments
 _TO_TEXT = (builtins.str, builtins.repr, builtins.format, builtins.ascii)
@@ -106,7 +106,7 @@ def problems(stmts: list[ast.stmt], active: set[str], useful: set[str], source):
         target = s.targets[0] if isinstance(s, ast.Assign) else None
         if not (isinstance(target, ast.Name) and target.id in useful):
             continue
-        for c in ast.walk(s):
+        for c in walk(s):
             if _parses(c, carriers, texts):
                 found.append(
                     source.problem(

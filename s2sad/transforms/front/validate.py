@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.errors import Problem, UnsupportedSyntaxError
-from s2sad.transforms.astutil import const
+from s2sad.transforms.astutil import const, walk
 from s2sad.transforms.front.parse import MISSING, ParsedFunction
 
 #: context managers that change no value: ``with cm(...):`` is differentiated as
@@ -141,7 +141,7 @@ class _Validator(ast.NodeVisitor):
         expr = item.context_expr
         if item.optional_vars is not None or not isinstance(expr, ast.Call):
             return False
-        for sub in ast.walk(expr):
+        for sub in walk(expr):
             if isinstance(sub, (ast.Starred, ast.Lambda)):
                 return False
         func, chain = expr.func, []
@@ -250,10 +250,10 @@ class _Validator(ast.NodeVisitor):
 
 def _local_names(parsed: ParsedFunction) -> set[str]:
     node = parsed.node
-    names = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    names = {a.arg for a in walk(node.args) if isinstance(a, ast.arg)}
     return names | {
         n.id
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
 
@@ -312,7 +312,7 @@ def _method(var: str, method: str, *args: ast.expr) -> ast.stmt:
 
 
 def _at(stmt: ast.stmt, like: ast.AST) -> ast.stmt:
-    for sub in ast.walk(stmt):
+    for sub in walk(stmt):
         if isinstance(sub, (ast.expr, ast.stmt)) and not hasattr(sub, "lineno"):
             ast.copy_location(sub, like)
     return stmt

@@ -27,6 +27,7 @@ from s2sad.transforms.astutil import (
     function_def,
     name,
     stores,
+    walk,
 )
 from s2sad.transforms.front import activity as activity_pass
 from s2sad.transforms.front import aliasing as aliasing_pass
@@ -185,7 +186,7 @@ def _pair(job, module) -> tuple[ast.FunctionDef, ast.FunctionDef]:
         {
             n.id
             for s in bwd
-            for n in ast.walk(s)
+            for n in walk(s)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
         & assigned

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.comments import is_marker
 
 
@@ -100,7 +100,7 @@ def _drop_dead_resets(stmts: list[ast.stmt], keep: set[str]) -> list[ast.stmt]:
             live.discard(s.targets[0].id)
         live |= {
             n.id
-            for n in ast.walk(s)
+            for n in walk(s)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
     return _drop_dangling_comments(list(reversed(out)))
@@ -109,7 +109,7 @@ def _drop_dead_resets(stmts: list[ast.stmt], keep: set[str]) -> list[ast.stmt]:
 def _reads(stmts: list[ast.stmt]) -> set[str]:
     out = set()
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 out.add(n.id)
     return out
@@ -163,4 +163,4 @@ def _drop_dangling_comments(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _uses_tape(s: ast.stmt) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "tape" for n in ast.walk(s))
+    return any(isinstance(n, ast.Name) and n.id == "tape" for n in walk(s))

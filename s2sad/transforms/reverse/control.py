@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.astutil import anno, assign, call, const, name, walk
 from s2sad.transforms.lattice import NONE, join
 from s2sad.transforms.reverse import scalars
 
@@ -73,7 +73,7 @@ def _loop(rv, s: ast.For | ast.While, in_loop: bool):
     else:
         fwd.append(ast.While(test=s.test, body=body_fwd or [ast.Pass()], orelse=[]))
     touched = sorted(
-        {rv.g(n.id) for n in ast.walk(s) if isinstance(n, ast.Name) and rv.needs(n)}
+        {rv.g(n.id) for n in walk(s) if isinstance(n, ast.Name) and rv.needs(n)}
     )
 
     def backward() -> list[ast.stmt]:

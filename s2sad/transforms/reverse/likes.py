@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 
 F64 = "f8"
 F32 = "f4"
@@ -64,13 +64,13 @@ Class = tuple[str, str]
 def classes(fn: ast.FunctionDef, examples: dict[str, Any]) -> dict[str, Class]:
     """The class of every name of ``fn`` known to have one (see the module doc)."""
     stores: dict[str, int] = {}
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             stores[node.id] = stores.get(node.id, 0) + 1
         elif isinstance(node, ast.arg):
             stores[node.arg] = stores.get(node.arg, 0) + 1
     values: dict[str, ast.expr] = {}
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1

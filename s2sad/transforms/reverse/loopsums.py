@@ -52,7 +52,7 @@ from typing import Any
 
 from s2sad.options import BUFFERED
 from s2sad.runtime import stepreads, stepstacks
-from s2sad.transforms.astutil import anno, assign, call, const, name
+from s2sad.transforms.astutil import anno, assign, call, const, name, walk
 
 
 def run(job: Any, module: Any) -> None:
@@ -109,7 +109,7 @@ def _merge(stmts: list[ast.stmt], i: int, stacks: list, pending: dict) -> int:
         if any(
             isinstance(node, ast.Name) and node.id in names
             for stmt in between
-            for node in ast.walk(stmt)
+            for node in walk(stmt)
         ):
             continue
         start.value = name(steps_before)
@@ -174,7 +174,7 @@ def _rewrite(
     """Rewrite ``loop``'s sums down; the statements to put before and after it."""
     stored: dict[str, int] = {}
     loaded: dict[str, int] = {}
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.Name):
             seen = stored if isinstance(node.ctx, ast.Store) else loaded
             seen[node.id] = seen.get(node.id, 0) + 1

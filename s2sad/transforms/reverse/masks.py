@@ -26,7 +26,7 @@ import ast
 import numpy as np
 
 from s2sad.runtime import registry
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 
 #: calls whose result is boolean (or 0/1 after ``astype``)
 _BOOLEAN = {
@@ -41,7 +41,7 @@ def masked_names(fn: ast.FunctionDef) -> set[str]:
     """Names (of the normalized function) whose cotangent may come from a mask."""
     stmts = [
         s
-        for s in ast.walk(fn)
+        for s in walk(fn)
         if isinstance(s, ast.Assign) or (isinstance(s, ast.Expr) and _is_append(s))
     ]
     bools = _boolean_names(stmts)
@@ -53,7 +53,7 @@ def masked_names(fn: ast.FunctionDef) -> set[str]:
             target, value = _target_and_value(s)
             operands = {
                 n.id
-                for n in ast.walk(value)
+                for n in walk(value)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             }
             if target in masked or _is_mask(value, bools):

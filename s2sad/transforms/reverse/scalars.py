@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import SCALAR
-from s2sad.transforms.astutil import anno, assign, const
+from s2sad.transforms.astutil import anno, assign, const, walk
 from s2sad.transforms.lattice import NONE, SET, join
 
 #: the exact argument types whose values are numbers here
@@ -127,7 +127,7 @@ def zero_started(job: Any, rv: Any) -> list[ast.stmt]:
         n.id
         for loop in _own_nodes(job.node)
         if isinstance(loop, (ast.For, ast.While))
-        for n in ast.walk(loop)
+        for n in walk(loop)
         if isinstance(n, ast.Name)
     }
     for p in job.wrt:
@@ -261,7 +261,7 @@ def _own_nodes_of(stmts):
 def _stored(node: ast.AST) -> set[str]:
     return {
         n.id
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
 

@@ -24,7 +24,7 @@ import copy
 from typing import Any
 
 from s2sad.runtime import reductions
-from s2sad.transforms.astutil import anno
+from s2sad.transforms.astutil import anno, walk
 from s2sad.transforms.reverse.likes import F64, SCALAR
 
 #: the rules whose full-reduction cotangent is one number over the whole array
@@ -38,21 +38,25 @@ def run(job: Any, module: Any) -> None:
         return
     for fn in job.functions:
         if isinstance(fn, ast.FunctionDef):
+            nodes = list(walk(fn))  # one walk (a long function: 100,000 nodes)
             loads: dict[str, int] = {}
-            for n in ast.walk(fn):
+            for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     loads[n.id] = loads.get(n.id, 0) + 1
-            for block in _blocks(fn):
+            for block in _blocks(nodes):  # _rewrite adds and drops no block
                 _rewrite(block, likes, loads, module)
             forward_copies(fn)
 
 
-def _blocks(fn: ast.FunctionDef):
-    for node in ast.walk(fn):
+def _blocks(nodes: list[ast.AST]) -> list[list[ast.stmt]]:
+    """The statement lists (bodies, ``else`` branches) among ``nodes``."""
+    out = []
+    for node in nodes:
         for field in ("body", "orelse"):
             stmts = getattr(node, field, None)
             if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
-                yield stmts
+                out.append(stmts)
+    return out
 
 
 def _rewrite(stmts: list[ast.stmt], likes: dict, loads: dict, module: Any) -> None:
@@ -108,7 +112,7 @@ def _product_with(stmt: ast.stmt, a: str, cls, likes: dict) -> tuple | None:
     factor of ``a * y`` with ``y`` of class ``cls``."""
     if not isinstance(stmt, (ast.Assign, ast.Expr, ast.Return)) or _stores(stmt, ()):
         return None
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for field, other in (("left", node.right), ("right", node.left)):
                 mine = getattr(node, field)
@@ -137,7 +141,7 @@ def _number(g: str, x: str, rule) -> ast.expr:
 
 def _stores(stmt: ast.stmt, names) -> bool:
     """Whether ``stmt`` may bind one of ``names`` (or anything, mid-expression)."""
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if (
             isinstance(node, ast.Name)
             and not isinstance(node.ctx, ast.Load)
@@ -154,7 +158,7 @@ def _stores(stmt: ast.stmt, names) -> bool:
 def _reads(stmt: ast.stmt, a: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == a and isinstance(n.ctx, ast.Load)
-        for n in ast.walk(stmt)
+        for n in walk(stmt)
     )
 
 
@@ -165,12 +169,15 @@ def forward_copies(fn: ast.FunctionDef) -> None:
     sees a gradient nothing else refers to and returns it without a copy (the
     dropped ``unbroadcast`` leaves such copies: ``g_x = g_sub``)."""
     counts: dict[tuple[str, bool], int] = {}
-    for n in ast.walk(fn):
+    params = set()
+    nodes = list(walk(fn))
+    for n in nodes:
         if isinstance(n, ast.Name):
             key = (n.id, isinstance(n.ctx, ast.Load))
             counts[key] = counts.get(key, 0) + 1
-    params = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
-    for stmts in list(_blocks(fn)):
+        elif isinstance(n, ast.arg):
+            params.add(n.arg)
+    for stmts in _blocks(nodes):
         j = 0
         while j < len(stmts):
             copy_ = stmts[j]

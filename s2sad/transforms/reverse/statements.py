@@ -31,7 +31,7 @@ from s2sad.transforms.front import fresh, properties
 from s2sad.transforms.front.activity import Activity, is_append
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.ops import BINOPS, UNARYOPS
-from s2sad.transforms.astutil import anno, assign, call, const, index_value, name
+from s2sad.transforms.astutil import anno, assign, call, const, index_value, name, walk
 from s2sad.transforms.front.calls import CallInfo, as_written
 from s2sad.transforms import lines
 
@@ -113,7 +113,7 @@ class FunctionReverser(RuleCalls):
         assigned = {
             t.id
             for st in body
-            for n in ast.walk(st)
+            for n in walk(st)
             if isinstance(n, (ast.Assign,))
             for t in n.targets
             for t in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
@@ -155,7 +155,7 @@ class FunctionReverser(RuleCalls):
                 anno(s)["bwd_reads"] = {
                     n.id
                     for st in block
-                    for n in ast.walk(st)
+                    for n in walk(st)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                 }
                 if not block:
