@@ -58,7 +58,12 @@ def test_later_call_forms_are_generated_and_differentiate(tmp_path):
     assert set(found) == set(LATER_FORMS)
     for form, prog in found.items():
         res = check(prog, str(tmp_path))
-        assert res.cls in ("ok", "false_refusal"), (form, res.cls, res.detail, prog.source)
+        assert res.cls in ("ok", "false_refusal"), (
+            form,
+            res.cls,
+            res.detail,
+            prog.source,
+        )
 
 
 def jvp_cos_wrong(t, ans, x):
@@ -96,8 +101,10 @@ def test_generation_is_deterministic():
 def test_ok_and_refused(tmp_path):
     ok = program("def target(x):\n    return np.sum(np.tanh(x) * x)\n")
     assert check(ok, str(tmp_path)).cls == "ok"
-    bad = program("def target(x):\n    try:\n        y = x\n    except ValueError:\n"
-                  "        y = x\n    return np.sum(y)\n")
+    bad = program(
+        "def target(x):\n    try:\n        y = x\n    except ValueError:\n"
+        "        y = x\n    return np.sum(y)\n"
+    )
     bad.expected, bad.token = "refused", "try"
     res = check(bad, str(tmp_path))
     assert res.cls == "refused", res.detail
@@ -109,10 +116,16 @@ def test_wrong_rule_is_classified_wrong(tmp_path, monkeypatch):
     from s2sad.runtime import registry
 
     registry.ensure_loaded()
-    monkeypatch.setitem(registry._RULES, registry.key_of(np.cos), registry._RULES[registry.key_of(np.cos)])
+    monkeypatch.setitem(
+        registry._RULES,
+        registry.key_of(np.cos),
+        registry._RULES[registry.key_of(np.cos)],
+    )
     monkeypatch.setattr(registry, "_FINGERPRINT", [])
     s2sad.adjoint(np.cos)(d_cos_wrong)
-    res = check(program("def target(x):\n    return np.sum(np.cos(x))\n"), str(tmp_path))
+    res = check(
+        program("def target(x):\n    return np.sum(np.cos(x))\n"), str(tmp_path)
+    )
     assert res.cls == "wrong", res.detail
 
 
@@ -121,14 +134,20 @@ def test_crash_is_classified_crash(tmp_path, monkeypatch):
     from s2sad.runtime import registry
 
     registry.ensure_loaded()
-    monkeypatch.setitem(registry._RULES, registry.key_of(np.sin), registry._RULES[registry.key_of(np.sin)])
+    monkeypatch.setitem(
+        registry._RULES,
+        registry.key_of(np.sin),
+        registry._RULES[registry.key_of(np.sin)],
+    )
     monkeypatch.setattr(registry, "_FINGERPRINT", [])
 
     def broken(g, ans, x):
         raise KeyError("broken rule")
 
     s2sad.adjoint(np.sin)(broken)
-    res = check(program("def target(x):\n    return np.sum(np.sin(x) * x)\n"), str(tmp_path))
+    res = check(
+        program("def target(x):\n    return np.sum(np.sin(x) * x)\n"), str(tmp_path)
+    )
     assert (res.cls, res.exc) == ("crash", "KeyError"), res.detail
 
 
@@ -137,7 +156,11 @@ def test_shrinker_keeps_the_failure_and_removes_the_rest(tmp_path, monkeypatch):
     from s2sad.runtime import registry
 
     registry.ensure_loaded()
-    monkeypatch.setitem(registry._RULES, registry.key_of(np.cos), registry._RULES[registry.key_of(np.cos)])
+    monkeypatch.setitem(
+        registry._RULES,
+        registry.key_of(np.cos),
+        registry._RULES[registry.key_of(np.cos)],
+    )
     monkeypatch.setattr(registry, "_FINGERPRINT", [])
     s2sad.adjoint(np.cos)(d_cos_wrong)
     prog = program(
@@ -153,7 +176,8 @@ def test_shrinker_keeps_the_failure_and_removes_the_rest(tmp_path, monkeypatch):
                 v1 = v1 * 2.0
             return np.sum(v1) + np.sum(v3) + np.sum(w * w)
         """,
-        x=(3,), w=(4,),
+        x=(3,),
+        w=(4,),
     )
     res = check(prog, str(tmp_path))
     assert res.cls == "wrong"
@@ -196,7 +220,9 @@ def test_generation_does_not_depend_on_string_hashing():
     out = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True
+        )
         assert run.returncode == 0, run.stderr
         out.add(run.stdout)
     assert len(out) == 1

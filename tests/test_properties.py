@@ -117,14 +117,18 @@ def test_gradient_and_tangent(fn, make, shape):
     tW, tb = rng.normal(size=W.shape), rng.normal(size=b.shape)
     value, tangent = s2sad.jvp(fn)(obj, X, make(tW, tb))
     assert value == pytest.approx(fn(obj, X), rel=1e-12)
-    assert tangent == pytest.approx(np.sum(want[0] * tW) + np.sum(want[1] * tb), rel=1e-6)
+    assert tangent == pytest.approx(
+        np.sum(want[0] * tW) + np.sum(want[1] * tb), rel=1e-6
+    )
 
 
 def test_property_of_a_plain_object_passed_in():
     rng = np.random.default_rng(3)
     obj, x = Plain(rng.normal(size=(3, 2))), rng.normal(size=4)
     g = s2sad.grad(plain_property, argnums=1)(obj, x)
-    np.testing.assert_allclose(g, numerical_grad(plain_property, (obj, x), 1), rtol=1e-7)
+    np.testing.assert_allclose(
+        g, numerical_grad(plain_property, (obj, x), 1), rtol=1e-7
+    )
 
 
 @dataclass

@@ -211,7 +211,6 @@ class StepProducts:
         return t if self.axis is None else _index(self.axis, t)
 
 
-
 #: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
 #: of at most ``SCRATCH_BYTES`` each: a larger one is allocated every call, its
 #: page faults small beside the work on it, and not held between calls)

@@ -80,10 +80,8 @@ def stack_step(
             view[...] = g
             stack.filled[t] = True
             stack.count += 1
-            if t < stack.lo:
-                stack.lo = t
-            if t >= stack.hi:
-                stack.hi = t + 1
+            stack.lo = min(stack.lo, t)
+            stack.hi = max(stack.hi, t + 1)
             return stack
     if (  # each step's own product (no StepProducts), matrices of one float
         # dtype: the sum itself, x_t.T @ g added in, without further calls

@@ -67,7 +67,12 @@ def discounted_returns(rewards, gamma):
 
 
 def _episode(rng):
-    return normal(rng, 4, 3, scale=0.5), normal(rng, 20, 4), labels(rng, 20, 3), rng.random(20)
+    return (
+        normal(rng, 4, 3, scale=0.5),
+        normal(rng, 20, 4),
+        labels(rng, 20, 3),
+        rng.random(20),
+    )
 
 
 @program(_episode)
@@ -155,7 +160,8 @@ def _populations(rng):
 
 @program(_populations)
 def lotka_volterra_fit(theta, obs, dt=0.01):
-    kw = dict(alpha=theta[0], beta=theta[1], delta=theta[2], gamma=theta[3])
+    # dict(...) as the published code writes it (a keyword call s2sad reads)
+    kw = dict(alpha=theta[0], beta=theta[1], delta=theta[2], gamma=theta[3])  # noqa: C408
     state = obs[0].copy()
     loss = 0.0
     for k in range(1, len(obs)):

@@ -24,12 +24,12 @@ import numpy as np
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 from s2sad.runtime import pytrees, registry, support, tangents
 from s2sad.transforms import inline
+from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
+from s2sad.transforms.forward.exprs import Op, Tangent, op_tangent
 from s2sad.transforms.front import activity, properties
 from s2sad.transforms.front.calls import builtin_hint
-from s2sad.transforms.astutil import Namer, anno, assign, call, const, index_value, name
-from s2sad.transforms.ops import BINOPS, UNARYOPS
-from s2sad.transforms.forward.exprs import Op, Tangent, op_tangent
 from s2sad.transforms.lattice import MAYBE, NONE, SET
+from s2sad.transforms.ops import BINOPS, UNARYOPS
 
 #: calls that change their first argument in place: f -> position of the new value
 MUTATORS = {support.restore_item: 2, tangents.set_item: 2, tangents.restore_tangent: 2}

@@ -134,8 +134,8 @@ def array_view_read(v: ast.Attribute, examples: dict) -> bool:
 
 def array_view_problem(v: ast.Attribute) -> tuple[str, str]:
     """The refusal of :func:`array_view_read`: what and the hint."""
-    return (
+    what = (
         f"'{ast.unparse(v)}' reads a differentiated array through its "
-        f"'.{v.attr}' attribute, which s2sad does not differentiate",
-        "index or reshape the array itself (x.ravel()[k] for x.flat[k])",
+        f"'.{v.attr}' attribute, which s2sad does not differentiate"
     )
+    return what, "index or reshape the array itself (x.ravel()[k] for x.flat[k])"
