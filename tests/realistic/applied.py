@@ -161,7 +161,8 @@ def _populations(rng):
 @program(_populations)
 def lotka_volterra_fit(theta, obs, dt=0.01):
     # dict(...) as the published code writes it (a keyword call s2sad reads)
-    kw = dict(alpha=theta[0], beta=theta[1], delta=theta[2], gamma=theta[3])  # noqa: C408
+    a, b, d, g = theta[0], theta[1], theta[2], theta[3]
+    kw = dict(alpha=a, beta=b, delta=d, gamma=g)  # noqa: C408
     state = obs[0].copy()
     loss = 0.0
     for k in range(1, len(obs)):
