@@ -240,3 +240,37 @@ def test_other_default_objects_are_refused_with_the_parameter_named():
     text = str(err.value)
     assert "test_held_classes.py" in text and "'scale'" in text
     assert "its default ndarray is not a number" in text and "pass 'scale'" in text
+
+
+class Layer:
+    """Functions as defaults and arguments, called through attributes set in
+    one tuple assignment."""
+
+    def __init__(self, W, act=sigmoid, out=np.tanh):
+        self.W, self.act, self.out = W, act, out
+
+    def __call__(self, x):
+        return self.out(self.act(self.W @ x))
+
+
+def function_defaults(W, x):
+    return np.sum(Layer(W)(x) ** 2)
+
+
+def function_arguments(W, x):
+    return np.sum(Layer(W, act=np.sin, out=sigmoid)(x))
+
+
+@pytest.mark.parametrize("f", [function_defaults, function_arguments])
+@pytest.mark.parametrize("shape", [(2, 2, 1), (3, 4, 5)])
+def test_functions_held_both_modes_against_central_differences(f, shape):
+    rng = np.random.default_rng(sum(shape))
+    W = rng.standard_normal(shape[:2]) * 0.5
+    x = rng.standard_normal(shape[1:]) if shape[2] > 1 else rng.standard_normal(2)
+    g = s2sad.grad(f)(W, x)
+    np.testing.assert_allclose(g, numeric(f, [W, x], 0), rtol=1e-6, atol=1e-9)
+    t = rng.standard_normal(W.shape)
+    value, tangent = s2sad.jvp(f)(W, x, t)
+    assert value == pytest.approx(f(W, x), rel=1e-12)
+    want = (f(W + 1e-6 * t, x) - f(W - 1e-6 * t, x)) / 2e-6
+    assert tangent == pytest.approx(want, rel=1e-6)

@@ -30,6 +30,7 @@ compiles again rather than run code made for the old default).
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import types
 from typing import Any
@@ -184,24 +185,28 @@ def resolve_calls(node: ast.FunctionDef, made: set[str], env) -> None:
         elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores.setdefault(n.id, []).append(None)
     for n in ast.walk(node):  # plain assignments: their value, not None
-        if (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name)
-        ):
-            found = stores[n.targets[0].id]
-            found[found.index(None)] = n.value
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        pairs = [(n.targets[0], n.value)]
+        if isinstance(n.value, ast.Tuple) and isinstance(n.targets[0], ast.Tuple):
+            pairs = list(zip(n.targets[0].elts, n.value.elts))  # a, b = f, g
+            if len(n.targets[0].elts) != len(n.value.elts) or any(
+                isinstance(e, ast.Starred) for e in n.value.elts + n.targets[0].elts
+            ):
+                pairs = []
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                found = stores[target.id]
+                found[found.index(None)] = value
     known: dict[str, ast.expr] = {}  # local -> the static expression it holds
 
     def static(e: ast.expr | None) -> ast.expr | None:
-        """A bare global name (its value guarded) holding a class or a function,
-        or a known local: the name it holds."""
-        if isinstance(e, ast.Name):
-            if e.id in known:
-                return known[e.id]
-            if e.id not in stores and isinstance(env.lookup(e.id), HELD):
-                return e
-        return None
+        """A global name (its value guarded by the bind pass) or a module's
+        attribute (``np.tanh``) holding a class or a function, or a known local:
+        the expression naming it."""
+        if isinstance(e, ast.Name) and e.id in known:
+            return known[e.id]
+        return e if isinstance(value_of(e, stores, env), HELD) else None
 
     changed = True
     while changed:  # a local is known once every store of it is
@@ -211,7 +216,7 @@ def resolve_calls(node: ast.FunctionDef, made: set[str], env) -> None:
                 continue
             values = [static(v) for v in stores[var]]
             if values and all(v is not None for v in values):
-                objs = {id(env.lookup(v.id)) for v in values}
+                objs = {id(value_of(v, stores, env)) for v in values}
                 if len(objs) == 1:
                     known[var] = values[0]
                     changed = True
@@ -222,10 +227,29 @@ def resolve_calls(node: ast.FunctionDef, made: set[str], env) -> None:
             continue
         f = n.func
         if isinstance(f, ast.Name) and f.id in known:
-            n.func = copy_loc(name(known[f.id].id), f)
+            n.func = _located(known[f.id], f)
         elif (
             isinstance(f, ast.Attribute)
             and isinstance(f.value, ast.Name)
             and f.value.id in known
         ):
-            f.value = copy_loc(name(known[f.value.id].id), f.value)
+            f.value = _located(known[f.value.id], f.value)
+
+
+def value_of(e: ast.expr | None, stores: dict, env) -> Any:
+    """The object a global name, or an attribute of a module reached from one,
+    names (MISSING for anything else: a local, an attribute of data)."""
+    if isinstance(e, ast.Name):
+        return MISSING if e.id in stores else env.lookup(e.id)
+    if isinstance(e, ast.Attribute):
+        base = value_of(e.value, stores, env)
+        if isinstance(base, types.ModuleType):
+            return getattr(base, e.attr, MISSING)
+    return MISSING
+
+
+def _located(e: ast.expr, where: ast.AST) -> ast.expr:
+    new = copy.deepcopy(e)
+    for n in ast.walk(new):
+        copy_loc(n, where)
+    return new
