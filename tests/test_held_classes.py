@@ -274,3 +274,33 @@ def test_functions_held_both_modes_against_central_differences(f, shape):
     assert value == pytest.approx(f(W, x), rel=1e-12)
     want = (f(W + 1e-6 * t, x) - f(W - 1e-6 * t, x)) / 2e-6
     assert tangent == pytest.approx(want, rel=1e-6)
+
+
+class KeywordOnly:
+    def __init__(self, w, *, cost=QuadraticCost):
+        self.w = w
+        self.cost = cost
+
+    def loss(self, a, y):
+        return self.cost.fn(sigmoid(self.w * a), y)
+
+
+def keyword_only_default(w, a, y):
+    return KeywordOnly(w).loss(a, y)
+
+
+def test_keyword_only_default_follows_kwdefaults(monkeypatch):
+    rng = np.random.default_rng(4)
+    w, a, y = rng.standard_normal(3), rng.standard_normal(3), rng.uniform(0.1, 0.9, 3)
+    g = s2sad.grad(keyword_only_default)
+    quad = g(w, a, y)
+    np.testing.assert_allclose(
+        quad, numeric(keyword_only_default, [w, a, y], 0), rtol=1e-6, atol=1e-9
+    )
+    kw = dict(KeywordOnly.__init__.__kwdefaults__, cost=CrossEntropyCost)
+    monkeypatch.setattr(KeywordOnly.__init__, "__kwdefaults__", kw)
+    cross = g(w, a, y)
+    np.testing.assert_allclose(
+        cross, numeric(keyword_only_default, [w, a, y], 0), rtol=1e-6, atol=1e-9
+    )
+    assert not np.allclose(quad, cross)
