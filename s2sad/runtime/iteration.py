@@ -142,22 +142,25 @@ def _refuse(filename: str, line: int, col: int, what: str, hint: str) -> None:
     )
 
 
-def check_rebinds(value: Any, filename: str, line: int, col: int, text: str) -> None:
-    """Raise the located :class:`~s2sad.errors.AliasingError` ``text`` (message,
-    then hint, on two lines) unless ``value`` is an immutable number, which an
-    augmented assignment rebinds instead of changing."""
+def check_rebinds(value: Any, problems: tuple) -> None:
+    """Raise the located :class:`~s2sad.errors.AliasingError` of ``problems``
+    (``(filename, line, col, message, hint)`` each) unless ``value`` is an
+    immutable number, which an augmented assignment rebinds instead of changing."""
     if isinstance(value, (int, float, complex, np.generic)):
         return
-    message, _, hint = text.partition("\n")
+    kind = type(value).__name__
     raise AliasingError(
-        Problem(
-            filename,
-            line,
-            col,
-            f"{message} (the value changed was a {type(value).__name__} when it ran)",
-            hint,
-            linecache.getline(filename, line),
-        )
+        [
+            Problem(
+                filename,
+                line,
+                col,
+                f"{message} (the value changed was a {kind} when it ran)",
+                hint,
+                linecache.getline(filename, line),
+            )
+            for filename, line, col, message, hint in problems
+        ]
     )
 
 

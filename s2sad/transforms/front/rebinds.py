@@ -12,7 +12,7 @@ which raises the refusal the first check made, at the same place, when ``v6``
 holds anything but a number when it runs::
 
     v6 = v4                            v6 = v4
-    v6 *= 0.5                 ->       check_rebinds(v6, "m.py", 14, 19, "'v4' shares ...")
+    v6 *= 0.5                 ->       check_rebinds(v6, (("m.py", 14, 19, "'v4' shares ...", ...),))
     return 1.35 * v4                   v6_1 = v6 * 0.5
                                        return 1.35 * v4
 
@@ -41,7 +41,7 @@ def run(module, check, node: ast.FunctionDef, *args) -> None:
         return
     except AliasingError as exc:
         first = exc
-    culprits: dict[int, tuple[ast.Assign, object]] = {}
+    culprits: dict[int, tuple[ast.Assign, list]] = {}  # with the problems it made
     for problem in first.problems:
         found = _LINE.search(problem.message)
         line = int(found.group(1)) if found else None
@@ -50,9 +50,8 @@ def run(module, check, node: ast.FunctionDef, *args) -> None:
                 isinstance(s, ast.Assign)
                 and anno(s).get("augassign")
                 and s.lineno == line
-                and id(s) not in culprits
             ):
-                culprits[id(s)] = (s, problem)
+                culprits.setdefault(id(s), (s, []))[1].append(problem)
     if not culprits:
         raise first
     for s, _ in culprits.values():
@@ -63,24 +62,23 @@ def run(module, check, node: ast.FunctionDef, *args) -> None:
         for s, _ in culprits.values():
             anno(s).pop("rebinds", None)
         raise first from None
-    for s, problem in culprits.values():
-        _insert_before(node, s, _check(module, s, problem))
+    for s, problems in culprits.values():
+        _insert_before(node, s, _check(module, s, problems))
 
 
-def _check(module, s: ast.Assign, problem) -> ast.stmt:
-    """``check_rebinds(v, file, line, col, text)`` for ``s``: ``v = v * t``
-    (``v += t`` normalized; the target may be a new SSA name)."""
+def _check(module, s: ast.Assign, problems: list) -> ast.stmt:
+    """``check_rebinds(v, problems)`` for ``s``: ``v = v * t`` (``v += t``
+    normalized; the target may be a new SSA name)."""
     v = s.value
     changed = (
         v.left.id
         if isinstance(v, ast.BinOp) and isinstance(v.left, ast.Name)
         else s.targets[0].id
     )
-    text = f"{problem.message}\n{problem.hint}"
-    fields = (problem.filename, problem.line, problem.col, text)
+    fields = tuple((p.filename, p.line, p.col, p.message, p.hint) for p in problems)
     func = module.rule_ref(check_rebinds)
     anno(func)["rule_ref"] = True  # forward mode renames it with its import
-    call = ast.Call(func=func, args=[name(changed), *map(const, fields)], keywords=[])
+    call = ast.Call(func=func, args=[name(changed), const(fields)], keywords=[])
     anno(call)["call"] = CallInfo("rule", check_rebinds)
     stmt = ast.Expr(value=call)
     for n in ast.walk(stmt):
