@@ -211,3 +211,38 @@ def test_other_operands_keep_python_meaning():
         list_plus_tuple(x, x)
     with pytest.raises(TypeError, match="can only concatenate list"):
         s2sad.grad(lambda x: list_plus_tuple(x, x))(x)
+
+
+def grown_through_an_alias(x):
+    xs = [1.0, 2.0]
+    ys = xs
+    ys.append(3.0)  # xs has three items now
+    return np.sum(x) * sum(xs + [1.0])
+
+
+def grown_through_an_alias_starred(x):
+    xs = [1.0, 2.0]
+    ys = xs
+    ys.append(3.0)
+    return np.sum(x) * sum([*xs, 1.0])
+
+
+def slice_assigned(x):
+    xs = [x, 2.0 * x]
+    xs[1:] = [3.0 * x, 4.0 * x]
+    return np.sum(np.stack(xs + [x]) ** 2)
+
+
+@pytest.mark.parametrize(
+    "f", [grown_through_an_alias, grown_through_an_alias_starred, slice_assigned]
+)
+def test_a_list_whose_length_may_change_is_not_spelled_out(f):
+    """Before (front/starred.py, and for '+' front/concat.py): the length of
+    the display was taken as written, a silent wrong value and gradient."""
+    x = np.array([1.0, 2.0])
+    try:
+        value, g = s2sad.value_and_grad(f)(x)
+    except s2sad.errors.S2SADError:
+        return  # refused: fine, never wrong
+    assert value == pytest.approx(f(x), rel=1e-12)
+    np.testing.assert_allclose(g, numeric(f, [x], 0), rtol=1e-6, atol=1e-9)
