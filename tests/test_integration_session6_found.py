@@ -188,12 +188,21 @@ def _list_repeat(x):
     return np.sum(more[0] * more[1])
 
 
+def _tuple_concat_argument(x, parts):
+    more = parts + (x * 3.0,)  # parts: a tuple only the call tells
+    return np.sum(more[0] * more[2])
+
+
 def test_sequences_joined_with_plus_or_star_are_refused_with_a_hint():
     from s2sad.errors import UnsupportedOperationError
 
-    for fn in (_tuple_concat, _list_repeat):
+    x = np.arange(3.0)
+    cases = [(_list_repeat, (x,)), (_tuple_concat_argument, (x, (x, x * 2.0)))]
+    for fn, args in cases:
         with pytest.raises(UnsupportedOperationError) as info:
-            s2sad.grad(fn)(np.arange(3.0))
+            s2sad.grad(fn)(*args)
         message = str(info.value)
         assert "('+')" in message and "('*')" in message
         assert "list.append" in message
+    # a local tuple display plus a literal is spelled out (front/concat.py)
+    np.testing.assert_allclose(s2sad.grad(_tuple_concat)(x), 6.0 * x)

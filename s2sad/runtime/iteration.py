@@ -15,6 +15,11 @@ run as a loop over ``list(d.keys())`` reading ``d[k]``: what Python iterates for
 overrides ``__iter__``, ``keys``, ``items``, ``values`` or ``__getitem__``
 (:func:`plain_mapping`). Where the compiler cannot tell, :func:`check_mapping`
 refuses such an object at run time.
+
+``v *= 0.5`` rebinds ``v`` when it holds an immutable number (a NumPy scalar,
+a float) and changes an array in place; where the compiler could not tell
+which and only an array would give a wrong gradient (another name holds it,
+front/rebinds.py), :func:`check_rebinds` refuses an array at run time.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from s2sad.errors import Problem, UnsupportedSyntaxError
+from s2sad.errors import AliasingError, Problem, UnsupportedSyntaxError
 from s2sad.runtime.registry import nondifferentiable
 
 __all__ = [
     "check_mapping",
     "check_positional",
+    "check_rebinds",
     "plain_mapping",
     "plain_mapping_class",
     "positional",
@@ -136,5 +142,28 @@ def _refuse(filename: str, line: int, col: int, what: str, hint: str) -> None:
     )
 
 
+def check_rebinds(value: Any, problems: tuple) -> None:
+    """Raise the located :class:`~s2sad.errors.AliasingError` of ``problems``
+    (``(filename, line, col, message, hint)`` each) unless ``value`` is an
+    immutable number, which an augmented assignment rebinds instead of changing."""
+    if isinstance(value, (int, float, complex, np.generic)):
+        return
+    kind = type(value).__name__
+    raise AliasingError(
+        [
+            Problem(
+                filename,
+                line,
+                col,
+                f"{message} (the value changed was a {kind} when it ran)",
+                hint,
+                linecache.getline(filename, line),
+            )
+            for filename, line, col, message, hint in problems
+        ]
+    )
+
+
 nondifferentiable(check_positional)  # a check: no derivative, no tangent
 nondifferentiable(check_mapping)
+nondifferentiable(check_rebinds)

@@ -65,14 +65,7 @@ def lstm_predict(params, inputs):
     return output
 
 
-@program(
-    _lstm_params,
-    refused="UnsupportedOperationError",
-    why="concat_and_multiply(weights, *args) builds 'args + (np.ones(...),)': a "
-    "tuple of differentiated values concatenated with '+', refused while the "
-    "gradient runs (its backward pass cannot tell which operand a cotangent "
-    "belongs to), with the user's line",
-)
+@program(_lstm_params)  # args + (np.ones(...),): front/concat.py
 def autograd_lstm_log_likelihood(params, inputs):
     # autograd/examples/lstm.py: predict the next character of each sequence
     logprobs = lstm_predict(params, inputs)

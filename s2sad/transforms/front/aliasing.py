@@ -241,7 +241,7 @@ class _Checker:
                     if isinstance(v, ast.BinOp) and isinstance(v.left, ast.Name)
                     else s.targets[0].id
                 )
-                if changed not in state.scalars:  # a scalar is re-bound, not changed
+                if changed not in state.scalars and not anno(s).get("rebinds"):
                     self.mutate(changed, s, state, always=True)
             self.define(s.targets[0].id, s.value, state)
         elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from typing import Any
 
@@ -79,50 +80,68 @@ def fresh_marks(
     return tuple("fresh" if m else False for m in marks) if any(marks) else ()
 
 
-def unseen_change(info: Any, call: ast.Call, flags, marks, local_functions, source):
+def unseen_change(
+    info: Any, call: ast.Call, flags, marks, local_functions, source, used=None
+):
     """The error for a call to a user function run as plain Python (its result
-    is not used) that changes a differentiated argument in place (``step(y, 0,
-    v)`` with ``p[i] = v`` inside): the change would carry no gradient.  None
-    when no such argument, or it is a new array nobody reads again (``marks``:
-    ``"fresh"`` per argument).  ``flags``: per argument, differentiated or not."""
+    is not used, or ``used`` but carries no derivative to the output) that
+    changes a differentiated argument in place (``step(y, 0, v)`` with ``p[i] =
+    v`` inside): the change would carry no gradient.  None when no such
+    argument, or it is a new array nobody reads again (``marks``: ``"fresh"``
+    per argument).  ``flags``: per argument, differentiated or not."""
     if getattr(info, "kind", "") != "user" or not any(flags):
         return None
+    from s2sad.errors import UnsupportedSyntaxError
+
+    what = ast.unparse(call.func)
+    if used:  # v26, v27 = f(...): assigned, read only where no gradient flows
+        why = (
+            "its result carries no derivative to the differentiated output (it "
+            "is read only where no gradient flows: a test, a count...)"
+        )
+    else:
+        why = "its result is not used"
     # an immutable scalar (marks: True) cannot change: p += g rebinds p
     kept = {i for i, m in enumerate(marks) if m is True}
     changed = changed_params(info, local_functions) - kept
     for i, (a, active) in enumerate(zip(call.args, flags)):
         fresh = i < len(marks) and marks[i] == "fresh"
         if active and i in changed and not fresh and isinstance(a, ast.Name):
-            from s2sad.errors import UnsupportedSyntaxError
-
-            what = ast.unparse(call.func)
+            if _written(a.id, source, call):
+                arg, assigned = f"the differentiated array '{a.id}'", a.id
+            else:  # a temporary for an expression: f({'a': w}, ...)
+                arg = f"its argument {i + 1}, which holds differentiated values,"
+                assigned = "y"
             return UnsupportedSyntaxError(
                 source.problem(
                     call,
-                    f"'{what}(...)' changes the differentiated array '{a.id}' in "
-                    "place and its result is not used: the change would carry "
-                    "no gradient",
+                    f"'{what}(...)' changes {arg} in place and {why}: the change "
+                    "would carry no gradient",
                     f"make '{what}' return a new array and assign it: "
-                    f"{a.id} = {what}(...) (in it: p = p.copy() before p[i] = v)",
+                    f"{assigned} = {what}(...) (in it: p = p.copy() before "
+                    "p[i] = v)",
                 )
             )
     reached = changed_params(info, local_functions, reach=True) - kept
     fresh = {i for i, m in enumerate(marks) if m == "fresh"}
     if any(i == -1 or (i < len(call.args) and i not in fresh) for i in reached):
-        from s2sad.errors import UnsupportedSyntaxError
-
-        what = ast.unparse(call.func)
         return UnsupportedSyntaxError(
             source.problem(
                 call,
                 f"'{what}(...)' is given differentiated values and changes an "
-                "object it is given in place, and its result is not used: s2sad "
-                "runs it as plain Python, so what it writes there would carry no "
-                "gradient",
+                f"object it is given in place, and {why}: s2sad runs it as plain "
+                "Python, so what it writes there would carry no gradient",
                 f"make '{what}' return what it computes and assign it here",
             )
         )
     return None
+
+
+def _written(var: str, source, call: ast.Call) -> bool:
+    """Whether the user's line names ``var`` (not a temporary the compiler made
+    for an expression)."""
+    line = source.line(getattr(call, "lineno", 0)) or ""
+    return re.search(rf"(?<![\w.]){re.escape(var)}(?!\w)", line) is not None
 
 
 def refuse_unseen_change(parsed, stmt, call, active, local_functions) -> None:
@@ -135,7 +154,10 @@ def refuse_unseen_change(parsed, stmt, call, active, local_functions) -> None:
         for i, m in enumerate(marks or (False,) * len(call.args))
     )
     info = anno(call).get("call")
-    err = unseen_change(info, call, flags, marks, local_functions, parsed.source)
+    used = not isinstance(stmt, ast.Expr)
+    err = unseen_change(
+        info, call, flags, marks, local_functions, parsed.source, used=used
+    )
     if err is not None:
         raise err
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from s2sad.errors import UnsupportedSyntaxError
 from s2sad.transforms.astutil import assign, const, copy_loc, name
-from s2sad.transforms.front import comprehensions, instance_args
+from s2sad.transforms.front import comprehensions, held_values, instance_args
 from s2sad.transforms.front import desugar as desugar_pass
 from s2sad.transforms.front.instance_parts import (
     DEPTH,
@@ -71,6 +71,7 @@ class Inliner:
         self.aug = False  # the statement is an augmented assignment
         self.entries: list[ast.stmt] = []  # argument objects' values on entry
         self.stores: list[ast.stmt] = []  # their writes, after the statement
+        self.made: set[str] = set()  # attributes' and parameters' locals
 
     # ------------------------------------------------------------ errors, names
     def refuse(self, ctx: Ctx, node: ast.AST, msg: str, hint: str = ESCAPE_HINT):
@@ -130,6 +131,7 @@ class Inliner:
         if isinstance(cur, str):
             return cur
         obj.attrs[attr] = self.namer.fresh(f"{obj.label}_{attr}")
+        self.made.add(obj.attrs[attr])
         return obj.attrs[attr]
 
     # ------------------------------------------------------------ statements
@@ -404,45 +406,11 @@ class Inliner:
         }
         Rename(renamed).visit(node)
         inner.locals = set(renamed.values())
-        inner.nones = set()
-        stored_count: dict[str, int] = {}
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                stored_count[n.id] = stored_count.get(n.id, 0) + 1
-        for a in ast.walk(node.args):
-            if isinstance(a, ast.arg) and a.arg in renamed:
-                stored_count[renamed[a.arg]] = stored_count.get(renamed[a.arg], 0) + 1
+        self.made |= inner.locals
         inner.ok = buildable(node, set())
-        # bind the arguments
-        if len(args) > len(params):
-            self.refuse(ctx, site, f"too many arguments for {where}", "")
-        given = dict(zip([p.name for p in params], args))
-        for k, v in kws:
-            if k not in {p.name for p in params} or k in given:
-                self.refuse(ctx, site, f"bad keyword argument '{k}' for {where}", "")
-            given[k] = v
-        for p in params:
-            if p.name in given:
-                value = given[p.name]
-            elif p.default is not p.empty and isinstance(p.default, PLAIN):
-                value = const(p.default)
-            else:
-                self.refuse(
-                    ctx,
-                    site,
-                    f"{where} needs the argument '{p.name}' (or has a default that is not a number or string)",
-                    "",
-                )
-            if isinstance(value, Obj):
-                inner.scope[renamed[p.name]] = value
-            else:
-                if (  # a parameter given None and never set again
-                    isinstance(value, ast.Constant)
-                    and value.value is None
-                    and stored_count.get(renamed[p.name], 0) == 1
-                ):
-                    inner.nones.add(renamed[p.name])
-                pre.append(assign(renamed[p.name], value, site))
+        held_values.bind_arguments(
+            self, (fn, owner, node), params, args, kws, (site, ctx, inner), renamed, pre
+        )
         self.depth += 1
         try:
             body = self.block(node.body[:-1], inner)
@@ -495,4 +463,5 @@ def run(job) -> None:
     first = node.body[0]
     guards = [instance_args.guard(obj, first) for _, obj in sorted(given.items())]
     node.body = guards + inl.entries + body
+    held_values.resolve_calls(node, inl.made, job.parsed.env)
     job.inlined_classes = sorted(inl.classes)

@@ -24,6 +24,7 @@ from s2sad.transforms.front import (
     attributes,
     callees,
     comprehensions,
+    concat,
     containers,
     generators,
     hygiene,
@@ -43,6 +44,7 @@ def validate(job, module) -> None:
     """Generator functions return lists; refuse unsupported syntax early; flatten
     the parameters into one list (a callee's ``*args`` and ``**kwargs`` become a
     tuple and a dict parameter)."""
+    concat.run(job.node)  # args + (ones,): while *args is still known
     generators.run(job.parsed, job.top)
     validate_pass.run(job.parsed, module.helper, entry=job.top)
     outarg.run(job.parsed)

@@ -9,8 +9,10 @@ handled in normalize, from the call's example value):
 * the list's length is fixed when the code is written: it is assigned once,
   from a list or tuple literal or from ``np.split`` (``array_split``,
   ``hsplit``, ``vsplit``, ``dsplit``) with a literal section count, and no
-  method is called on it; every ``f(*xs)`` becomes ``f(xs[0], ..., xs[n-1])``,
-  and every tuple or list display ``(*xs, y)`` becomes ``(xs[0], ..., y)``;
+  use of it may change its length (a method, a slice written, ``del xs[i]``,
+  the list handed on: ``ys = xs; ys.append(v)``, ``f(xs)``); every ``f(*xs)``
+  becomes ``f(xs[0], ..., xs[n-1])``, and every tuple or list display
+  ``(*xs, y)`` becomes ``(xs[0], ..., y)``;
 * a ``for`` target says it: ``for q, k, v in zip(*heads)`` (picoGPT's attention
   heads) can only run with ``len(heads) == 3``, so the loop iterates
   ``zip(heads[0], heads[1], heads[2])`` after a check that raises the located
@@ -56,16 +58,10 @@ def _own_nodes(node: ast.AST):
 
 def _static_lengths(node: ast.FunctionDef, params: set[str]) -> dict[str, int]:
     stored: dict[str, list[ast.AST]] = {}
-    changed = set()
-    for sub in _own_nodes(node):
+    for sub in ast.walk(node):  # nested functions too: nonlocal xs; xs = ...
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
             stored.setdefault(sub.id, []).append(sub)
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and isinstance(sub.func.value, ast.Name)
-        ):
-            changed.add(sub.func.value.id)  # xs.append(...): may change its length
+    changed = _length_may_change(node)
     lengths = {}
     for sub in _own_nodes(node):
         if not (
@@ -81,6 +77,36 @@ def _static_lengths(node: ast.FunctionDef, params: set[str]) -> dict[str, int]:
         if n is not None:
             lengths[var] = n
     return lengths
+
+
+def _length_may_change(node: ast.FunctionDef) -> set[str]:
+    """Names some use of which may change the length of the list they hold:
+    a method (``xs.append``), a slice written or an item deleted, or the list
+    handed on (``ys = xs; ys.append(v)``, ``f(xs)``).  Reading items, ``*xs``,
+    ``xs + ys``, ``len(xs)`` and iterating keep it."""
+    keep: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
+            if isinstance(sub.ctx, ast.Load) or (
+                isinstance(sub.ctx, ast.Store) and not isinstance(sub.slice, ast.Slice)
+            ):
+                keep.add(id(sub.value))
+        elif isinstance(sub, ast.Starred):
+            keep.add(id(sub.value))
+        elif isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Add):
+            keep.update((id(sub.left), id(sub.right)))
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+            if sub.func.id == "len" and len(sub.args) == 1:
+                keep.add(id(sub.args[0]))
+        elif isinstance(sub, (ast.For, ast.comprehension)):
+            keep.add(id(sub.iter))
+    return {
+        sub.id
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Name)
+        and isinstance(sub.ctx, ast.Load)
+        and id(sub) not in keep
+    }
 
 
 def _literal_length(value: ast.expr) -> int | None:

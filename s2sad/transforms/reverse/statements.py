@@ -304,6 +304,7 @@ class FunctionReverser(RuleCalls):
                     scalars,
                     self.fc.module_locals,
                     self.fc.parsed.source,
+                    used=x is not None,
                 )
                 if err is not None:
                     raise err
