@@ -26,6 +26,7 @@ from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
+    argument_classes,
     check_differentiable,
     normalize_argnums,
     numpy_floats,
@@ -119,6 +120,7 @@ class GradientFunction(CompiledModule):
         self.options = Options(optimize=optimize, debug_nans=debug_nans)
         self._call = CallBinding(inspect.signature(fun))
         self._compiled: dict[str, tuple] = {}
+        self._classes: dict[str, tuple] = {}  # the classes each was compiled for
         #: the fast path of calls of Python numbers (and small arrays) like the
         #: last one (``fastpath.fast_entry``): ``__call__`` goes straight to the
         #: emitted function, no binding, checking or signature work; None until
@@ -150,13 +152,18 @@ class GradientFunction(CompiledModule):
         """``(function, path, source, pool)`` for arguments like ``values``: loaded
         from the cache, or compiled on a miss (always compiled when ``fresh``)."""
         sig = type_signature(values)
+        classes = argument_classes(values)
         entry = None if fresh else self._compiled.get(sig)
+        if entry is not None and self._classes.get(sig) != classes:
+            entry = None  # a class redefined under its name: compiled again
         if entry is not None and entry is not self._last:
             if log.isEnabledFor(logging.DEBUG):  # switching signatures, not every call
                 log.debug("reusing compiled %s for %r", self._describe(), sig)
         if entry is None:
             with self._lock:
                 entry = None if fresh else self._compiled.get(sig)
+                if entry is not None and self._classes.get(sig) != classes:
+                    entry = None
                 if entry is None:
                     if self._compiled and log.isEnabledFor(logging.INFO):
                         log.info(
@@ -179,7 +186,13 @@ class GradientFunction(CompiledModule):
 
                     try:
                         module, path, source = cache.load(
-                            self.fun, argnums, options, sig, compile_source, fresh
+                            self.fun,
+                            argnums,
+                            options,
+                            sig,
+                            compile_source,
+                            fresh,
+                            classes,
                         )
                     except S2SADError as exc:  # the user's problem: not s2sad's frames
                         if not full_tracebacks():
@@ -194,6 +207,7 @@ class GradientFunction(CompiledModule):
                         pool = Pool(fn, recorder(fn, source))
                     entry = (fn, path, source, pool)
                     self._compiled[sig] = entry
+                    self._classes[sig] = classes
         if entry is not self._last:
             self._hot = self._warm = None  # the fast paths are the last module's
         self._last = entry

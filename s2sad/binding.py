@@ -97,6 +97,40 @@ def _type_name(value: Any, depth: int = 3) -> str:
     return out + "{" + ",".join(inner) + "}" if inner else out
 
 
+def argument_classes(values: Any, depth: int = 3) -> tuple:
+    """The user classes of the objects among ``values`` and in their
+    attributes, lists, tuples and dicts (the classes whose methods and
+    properties compiled code inlines), in a fixed order, each once.  The
+    cache key holds their sources (``cache.class_sources``); a compiled entry
+    remembers them, so a class redefined under the same name (a reloaded
+    module, a re-run notebook cell) compiles again."""
+    found: dict[int, type] = {}
+
+    def visit(v: Any, d: int) -> None:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x, d)
+            return
+        if isinstance(v, dict):
+            for x in v.values():
+                visit(x, d)
+            return
+        if isinstance(v, _PLAIN) or isinstance(v, _OPAQUE) or isinstance(v, _ROUTINES):
+            return
+        t = type(v)
+        mod = (getattr(t, "__module__", "") or "").split(".")[0]
+        if mod in ("numpy", "builtins", "s2sad") or id(t) in found:
+            return
+        found[id(t)] = t
+        attrs = getattr(v, "__dict__", None)
+        if d and isinstance(attrs, dict):
+            for x in attrs.values():
+                visit(x, d - 1)
+
+    visit(list(values), depth)
+    return tuple(found.values())
+
+
 def object_key(value: Any) -> str:
     """What a method compiled for ``value`` as its receiver depends on: its class
     and the classes (and functions) held in its attributes."""

@@ -101,18 +101,44 @@ def callee_sources(fn: Any, seen: set | None = None) -> list[str]:
             obj = obj.func  # (nested partials are flattened by functools)
         if isinstance(obj, types.FunctionType) and not _library(obj):
             out += callee_sources(obj, seen)
-        elif (
-            obj is not None
-            and not isinstance(obj, (types.ModuleType, type))
-            and not _library(type(obj))
-        ):
-            cls = type(obj)
-            if cls.__module__ not in ("builtins",) and hasattr(cls, "__dict__"):
-                for attr in sorted(vars(cls)):
-                    member = vars(cls)[attr]
-                    if isinstance(member, types.FunctionType):
-                        out += callee_sources(member, seen)
+        elif isinstance(obj, type):  # a class built inside: its methods are inlined
+            out += class_sources(obj, seen)
+        elif obj is not None and not isinstance(obj, types.ModuleType):
+            out += class_sources(type(obj), seen)  # an object's methods, the same
     return out
+
+
+def class_sources(cls: type, seen: set | None = None) -> list[str]:
+    """The sources of the functions a user class (and each user class of its
+    MRO) defines: methods, static and class methods, property getters and
+    setters.  Editing one changes what s2sad inlines, so the cache key must
+    change with it (a class redefined and reloaded gave the old gradient)."""
+    seen = seen if seen is not None else set()
+    out = []
+    for k in cls.__mro__:
+        if k is object or _library(k) or id(k) in seen or not hasattr(k, "__dict__"):
+            continue
+        seen.add(id(k))
+        out.append(f"class {k.__module__}.{k.__qualname__}")
+        for attr in sorted(vars(k)):
+            for member in _functions_of(vars(k)[attr]):
+                out += callee_sources(member, seen)
+    return out
+
+
+def _functions_of(member: Any) -> list:
+    """The Python functions a class attribute runs when used."""
+    if isinstance(member, (staticmethod, classmethod)):
+        member = member.__func__
+    elif isinstance(member, property):
+        return [f for f in (member.fget, member.fset, member.fdel) if _own(f)]
+    elif isinstance(member, functools.cached_property):
+        member = member.func
+    return [member] if _own(member) else []
+
+
+def _own(f: Any) -> bool:
+    return isinstance(f, types.FunctionType) and not _library(f)
 
 
 def source_text(fn: Any) -> str:
@@ -211,8 +237,13 @@ def compiler_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def key_for(fn: Any, argnums: tuple, options_key: str, type_sig: str) -> str:
+def key_for(
+    fn: Any, argnums: tuple, options_key: str, type_sig: str, classes: tuple = ()
+) -> str:
+    """The cache key; ``classes``: the user classes of the call's argument
+    objects (``binding.argument_classes``), whose sources it holds."""
     h = hashlib.sha256()
+    seen: set = set()
     for part in (
         VERSION,
         compiler_fingerprint(),
@@ -222,7 +253,8 @@ def key_for(fn: Any, argnums: tuple, options_key: str, type_sig: str) -> str:
         repr(argnums),
         options_key,
         type_sig,
-        *callee_sources(fn),
+        *callee_sources(fn, seen),
+        *[text for cls in classes for text in class_sources(cls, seen)],
     ):
         h.update(part.encode())
         h.update(b"\0")
@@ -378,11 +410,13 @@ def load(
     type_sig: str,
     compile_source: Callable[[], tuple[str, dict]],
     fresh: bool = False,
+    classes: tuple = (),
 ):
     """(module, path, source) of ``fn``'s gradient, cached or freshly compiled
-    (``fresh``: compiled, the file in the cache replaced)."""
+    (``fresh``: compiled, the file in the cache replaced; ``classes``: the
+    argument objects' user classes, see ``key_for``)."""
     backend.watch()  # Dask loaded: its data is refused where it arrives unguarded
-    path = path_for(fn, key_for(fn, argnums, options.key(), type_sig))
+    path = path_for(fn, key_for(fn, argnums, options.key(), type_sig, classes))
     sealed = None if fresh else read_sealed(path)
     if sealed is not None:
         text, digest = sealed

@@ -39,6 +39,7 @@ from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
     argnums_tuple,
+    argument_classes,
     check_differentiable,
     normalize_argnums,
     numpy_floats,
@@ -131,7 +132,13 @@ def reverse_function(
         )
 
     module, _, _ = cache.load(
-        fun, argnums, options, object_signature(values), compile_source, fresh
+        fun,
+        argnums,
+        options,
+        object_signature(values),
+        compile_source,
+        fresh,
+        argument_classes(values),
     )
     return cache.entry_function(module)
 
@@ -160,6 +167,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
         )
         self._call = CallBinding(signature)
         self._compiled: dict[str, tuple] = {}
+        self._classes: dict[str, tuple] = {}  # the classes each was compiled for
         self._lock = threading.Lock()
         self._last: tuple | None = None
 
@@ -183,13 +191,19 @@ class JvpFunction(CompiledModule, ForwardFunction):
         memory, the disk cache, or compiled (always compiled when ``fresh``)."""
         lib = self._namespace(values)
         sig = f"{lib}:{object_signature(values, lib)}"
+        classes = argument_classes(values)
         entry = None if fresh else self._compiled.get(sig)
+        if entry is not None and self._classes.get(sig) != classes:
+            entry = None  # a class redefined under its name: compiled again
         if entry is None:
             with self._lock:
                 entry = None if fresh else self._compiled.get(sig)
+                if entry is not None and self._classes.get(sig) != classes:
+                    entry = None
                 if entry is None:
                     entry = self._compile(values, lib, fresh)
                     self._compiled[sig] = entry
+                    self._classes[sig] = classes
         self._last = entry
         return entry
 
@@ -222,6 +236,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
             object_signature(args, lib),
             compile_source,
             fresh,
+            argument_classes(args),
         )
         return cache.entry_function(module), path, source, target
 
