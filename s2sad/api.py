@@ -152,18 +152,16 @@ class GradientFunction(CompiledModule):
         """``(function, path, source, pool)`` for arguments like ``values``: loaded
         from the cache, or compiled on a miss (always compiled when ``fresh``)."""
         sig = type_signature(values)
-        classes = argument_classes(values)
-        entry = None if fresh else self._compiled.get(sig)
-        if entry is not None and self._classes.get(sig) != classes:
-            entry = None  # a class redefined under its name: compiled again
+        classes = argument_classes(values)  # (redefined under their names: again)
+        stale = fresh or self._classes.get(sig) != classes
+        entry = None if stale else self._compiled.get(sig)
         if entry is not None and entry is not self._last:
             if log.isEnabledFor(logging.DEBUG):  # switching signatures, not every call
                 log.debug("reusing compiled %s for %r", self._describe(), sig)
         if entry is None:
             with self._lock:
-                entry = None if fresh else self._compiled.get(sig)
-                if entry is not None and self._classes.get(sig) != classes:
-                    entry = None
+                stale = fresh or self._classes.get(sig) != classes
+                entry = None if stale else self._compiled.get(sig)
                 if entry is None:
                     if self._compiled and log.isEnabledFor(logging.INFO):
                         log.info(

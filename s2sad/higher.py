@@ -131,14 +131,9 @@ def reverse_function(
             fun, argnums, options, tuple(values), formatted=False
         )
 
+    sig, classes = object_signature(values), argument_classes(values)
     module, _, _ = cache.load(
-        fun,
-        argnums,
-        options,
-        object_signature(values),
-        compile_source,
-        fresh,
-        argument_classes(values),
+        fun, argnums, options, sig, compile_source, fresh, classes
     )
     return cache.entry_function(module)
 
@@ -167,7 +162,7 @@ class JvpFunction(CompiledModule, ForwardFunction):
         )
         self._call = CallBinding(signature)
         self._compiled: dict[str, tuple] = {}
-        self._classes: dict[str, tuple] = {}  # the classes each was compiled for
+        self._classes: dict[str, tuple] = {}  # what each was compiled for (api)
         self._lock = threading.Lock()
         self._last: tuple | None = None
 
@@ -191,15 +186,12 @@ class JvpFunction(CompiledModule, ForwardFunction):
         memory, the disk cache, or compiled (always compiled when ``fresh``)."""
         lib = self._namespace(values)
         sig = f"{lib}:{object_signature(values, lib)}"
-        classes = argument_classes(values)
+        classes = argument_classes(values)  # (redefined under their names: again)
         entry = None if fresh else self._compiled.get(sig)
-        if entry is not None and self._classes.get(sig) != classes:
-            entry = None  # a class redefined under its name: compiled again
-        if entry is None:
+        if entry is None or self._classes.get(sig) != classes:
             with self._lock:
-                entry = None if fresh else self._compiled.get(sig)
-                if entry is not None and self._classes.get(sig) != classes:
-                    entry = None
+                stale = fresh or self._classes.get(sig) != classes
+                entry = None if stale else self._compiled.get(sig)
                 if entry is None:
                     entry = self._compile(values, lib, fresh)
                     self._compiled[sig] = entry
@@ -229,14 +221,15 @@ class JvpFunction(CompiledModule, ForwardFunction):
                 formatted=False,  # black only for .source
             )
 
+        sig, classes = object_signature(args, lib), argument_classes(args)
         module, path, source = cache.load(
             target.fn,
             target.argnums,
             target.options,
-            object_signature(args, lib),
+            sig,
             compile_source,
             fresh,
-            argument_classes(args),
+            classes,
         )
         return cache.entry_function(module), path, source, target
 
