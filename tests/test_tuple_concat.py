@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from tests.repeated import numeric_grad as numeric
 
 
 @pytest.fixture(autouse=True)
@@ -79,19 +80,6 @@ def init_params(input_size, state_size, output_size, rng, scale=0.5):
         "outgate": rp(input_size + state_size + 1, state_size),
         "predict": rp(state_size + 1, output_size),
     }
-
-
-def numeric(f, args, k, h=1e-6):
-    a = np.array(args[k], dtype=float)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        vals = []
-        for s in (h, -h):
-            b = a.copy()
-            b[i] += s
-            vals.append(f(*[b if j == k else x for j, x in enumerate(args)]))
-        g[i] = (vals[0] - vals[1]) / (2 * h)
-    return g
 
 
 @pytest.mark.parametrize("T,B,V,S", [(3, 2, 4, 5), (1, 1, 2, 3)])
