@@ -282,3 +282,22 @@ def test_a_batch_of_one_label_with_large_arrays_runs_buffered():
         args = (W, x, y)
         assert_close_tree(dfn(*args), numerical_grad(loss, args, 0), rtol=1e-6)
     assert "ws" in dfn.source
+
+
+def test_take_answers_keys_without_a_ring_in_c_and_keeps_no_cycle():
+    """``ws.take`` of a key without a ring is a dict lookup (None, cached);
+    a key with a ring hands out its free buffers, then None when all are
+    held (a miss, for the ring to grow)."""
+    from s2sad.runtime.workspace import Layout, Workspace
+
+    layout = Layout()
+    layout.rings["h"] = (((4, 3), np.dtype(np.float64)), 2)
+    ws = Workspace(layout)
+    assert ws.take("g_small") is None and ws.take("g_small") is None
+    first = ws.take("h")
+    assert first.shape == (4, 3)
+    second = ws.take("h")
+    assert second is not first  # the first is held here
+    assert ws.take("h") is None and ws.misses == {"h": 1} and ws.root.missed
+    del first, second
+    assert ws.take("h") is not None  # free again

@@ -103,6 +103,17 @@ class _Results(NoWorkspace):
         return None if self.results is None else self.results[i]
 
 
+class _Takes(dict):
+    """``ws.take``: None, in C, for a key without a ring (rings are made with
+    the workspace or never); ``Workspace.take`` for a key with one."""
+
+    def __missing__(self, key: str) -> np.ndarray | None:
+        if key in self.ws.rings:
+            return Workspace.take(self.ws, key)
+        self[key] = None
+        return None
+
+
 class Workspace(_Results):
     """Buffers for one shape signature; used by one call at a time (see the pool)."""
 
@@ -154,6 +165,9 @@ class Workspace(_Results):
                 self.rings[key] = [self._new(spec) for _ in range(n)]
         if not self.rings:  # every take is None: no method call for it
             self.take = _NO_RINGS.get
+        else:  # a key without a ring (most: small sites) answered in C
+            takes = _Takes()
+            takes.ws, self.take = self, takes.__getitem__
         self.missed = False  # the root's: some take found every buffer busy
         for key in layout.disabled:
             self[key] = None
