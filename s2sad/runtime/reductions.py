@@ -194,12 +194,16 @@ def mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
 
 
 @adjoint(np.sum)
-def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def d_sum(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+    where=None,
+):  # fmt: skip
     """g broadcast back over the summed axes (a read-only view, or a filled array
-    for a full sum of a small array; zero off ``where``)."""
+    for a full sum of a small array; zero off ``where``; ``initial`` is a constant)."""
     if (  # filled(g, x), written out: a full sum of a small float array
         axis is None
-        and not kwargs
+        and where is None
+        and initial is None
         and not keepdims
         and type(x) is np.ndarray
         and type(g) in _FILL_SCALARS
@@ -210,8 +214,10 @@ def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         buf.fill(g)
         return (buf,)
     ct = spread(g, x, axis, keepdims)
-    if "where" in kwargs:
-        ct = np.where(kwargs["where"], ct, 0)
+    if where is not None:
+        ct = np.where(where, ct, 0)
+    if initial is not None:  # added to every output entry
+        return (like(ct, x), None, None, None, None, np.sum(g))
     return (like(ct, x),)
 
 
@@ -271,7 +277,9 @@ def _mean_into(buf: np.ndarray, g: Any, x: Any, axis: Any, keepdims: bool, where
 
 
 @adjoint(np.nansum)
-def d_nansum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def d_nansum(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs
+):
     no_where(kwargs, "np.nansum")
     return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
 
@@ -396,13 +404,20 @@ for _name, _function in [
 # tangent forward, then the tangents of this module's adjoint rules and helpers,
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
-linear(np.sum, np.mean)
+linear(np.mean)
+# np.sum(x, ..., initial): linear in x plus initial (transforms/forward/exprs.py OFFSETS)
+linear(np.sum, slots=(0, 5))
 reduction(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod,
           logsumexp, max_along, min_along)  # fmt: skip
 
 
 @tangent(np.nansum)
 def jvp_nansum(t, ans, x, *args, **kwargs):
+    # initial= (keyword or 6th argument) adds a constant: no tangent
+    if "initial" in kwargs:
+        kwargs = dict(kwargs, initial=0)
+    if len(args) > 4:
+        args = (*args[:4], 0, *args[5:])
     return np.nansum(np.where(np.isnan(x), 0, t), *args, **kwargs)
 
 

@@ -37,6 +37,10 @@ from s2sad.transforms.lattice import MAYBE, NONE, SET
 HOLES_OK = {operator.getitem, list, tuple}
 #: none-accepting helpers whose result may be None even for a non-None tangent
 MAYBE_RESULT = {support.item_of}
+#: primals linear in x plus a constant added to every output entry, the constant's
+#: parameter (name, position): x's tangent call reads it as 0, and the constant's
+#: own tangent is broadcast to the output (np.sum's initial=)
+OFFSETS = {np.sum: ("initial", 5)}
 
 
 @dataclass
@@ -131,7 +135,11 @@ def _contribution(
     """Operand i's contribution ``J_i t`` to the tangent of ``ans``."""
     kind = rule.kind
     if kind == "linear":
+        if OFFSETS.get(rule.primal, (None, None))[1] == i:
+            expr = call(ff.rule_ref(tangents.broadcast_like), t.expr, name(ans))
+            return Tangent(expr, SET, alias=True)
         expr = op.rebuild(_replaced(op.args, i, t.expr))
+        _zero_offset(rule, op, expr)
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
@@ -175,6 +183,21 @@ def _contribution(
         return _written(ff, rule, op, i, t.expr, ans)
     expr.keywords = rest
     return Tangent(expr, SET, rule.container)
+
+
+def _zero_offset(rule: TangentRule, op: Op, expr: ast.expr) -> None:
+    """Read a linear primal's additive constant (``OFFSETS``) as 0 in ``expr``."""
+    offset = OFFSETS.get(rule.primal)
+    if offset is None or not isinstance(expr, ast.Call):
+        return
+    keyword, position = offset
+    for k in expr.keywords:
+        if k.arg == keyword:
+            k.value = const(0)
+    # the method form (x.sum(...)) has the receiver outside its positional arguments
+    position -= len(op.args) - len(expr.args)
+    if 0 <= position < len(expr.args):
+        expr.args[position] = const(0)
 
 
 def _kw(op: Op) -> list[ast.keyword]:

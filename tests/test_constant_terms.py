@@ -1,0 +1,83 @@
+"""Primals that are linear plus a constant (``np.sum(x, initial=c)``, padding
+with fill values): the constant has no derivative.
+
+Forward mode pushed a tangent through such a primal with the constant still in
+it (``np.sum(t, initial=c)``), so the tangent was off by ``c``: silent wrong
+JVPs, found by comparing ``s2sad.jvp`` with central differences.
+"""
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.testing import numerical_grad
+
+SHAPES = [(4,), (3, 4), (2, 3, 2)]
+
+
+def _check(f, x, seed=0):
+    """grad and jvp of scalar f at x against central differences (float64)."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(x.shape)
+    h = 1e-6
+    expected = (f(x + h * v) - f(x - h * v)) / (2 * h)
+    for _ in range(2):  # the first call compiles, the second reuses
+        value, tangent = s2sad.jvp(f)(x, v)
+        np.testing.assert_allclose(value, f(x), rtol=1e-12)
+        np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            s2sad.grad(f)(x), numerical_grad(f, [x]), rtol=1e-6, atol=1e-8
+        )
+
+
+def sum_initial(x):
+    return np.sum(x, initial=3.0) ** 2
+
+
+def sum_initial_axis(x):
+    return np.sum(np.sum(x, axis=0, initial=-1.5) ** 2)
+
+
+def sum_initial_method(x):
+    return np.sum(x.sum(0, None, None, False, 2.5) ** 2)
+
+
+def sum_initial_positional(x):
+    return np.sum(x, None, None, None, False, 0.75) ** 3
+
+
+def nansum_initial(x):
+    y = np.where(x > 1.0, np.nan, x)
+    return np.nansum(y, initial=2.0) ** 2 + np.sum(np.nansum(y, 0, None, None, True, 1.0) ** 2)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(
+    "f",
+    [sum_initial, sum_initial_axis, sum_initial_method, sum_initial_positional,
+     nansum_initial],  # fmt: skip
+)
+def test_sum_initial(f, shape):
+    x = np.random.default_rng(len(shape)).standard_normal(shape)
+    _check(f, x)
+
+
+def sum_from(x, b):
+    # a differentiated initial goes in positionally (as a keyword it is refused)
+    return np.sum(x, None, None, None, False, b[0]) ** 2 + np.sum(
+        np.sum(x, 0, None, None, False, b[1]) ** 2
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_differentiated_initial(shape):
+    rng = np.random.default_rng(7)
+    x, b = rng.standard_normal(shape), rng.standard_normal(2)
+    v, w = rng.standard_normal(shape), rng.standard_normal(2)
+    h = 1e-6
+    expected = (sum_from(x + h * v, b + h * w) - sum_from(x - h * v, b - h * w)) / (2 * h)
+    _, tangent = s2sad.jvp(sum_from, argnums=(0, 1))(x, b, (v, w))
+    np.testing.assert_allclose(tangent, expected, rtol=1e-6)
+    got = s2sad.grad(sum_from, argnums=(0, 1))(x, b)
+    for g, e in zip(got, numerical_grad(sum_from, [x, b], (0, 1))):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
