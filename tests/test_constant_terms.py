@@ -81,3 +81,40 @@ def test_differentiated_initial(shape):
     got = s2sad.grad(sum_from, argnums=(0, 1))(x, b)
     for g, e in zip(got, numerical_grad(sum_from, [x, b], (0, 1))):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+def pad_ramp(x):
+    return np.sum(np.pad(x, 2, mode="linear_ramp", end_values=1.5) ** 2)
+
+
+def pad_ramp_pairs(x):
+    ends = [(1.0, -2.0)] * x.ndim
+    return np.sum(np.pad(x, [(1, 2)] * x.ndim, "linear_ramp", end_values=ends) ** 3)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("f", [pad_ramp, pad_ramp_pairs])
+def test_pad_linear_ramp_tangent(f, shape):
+    x = np.random.default_rng(3).standard_normal(shape)
+    v = np.random.default_rng(4).standard_normal(shape)
+    h = 1e-6
+    expected = (f(x + h * v) - f(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(s2sad.jvp(f)(x, v)[1], expected, rtol=1e-6)
+
+
+def pad_maximum(x):
+    return np.sum(np.pad(x, 2, mode="maximum") ** 2)
+
+
+def pad_median(x):
+    return np.sum(np.pad(x, (1, 2), "median", stat_length=2) ** 2)
+
+
+@pytest.mark.parametrize("f", [pad_maximum, pad_median])
+def test_pad_statistic_tangent_refused(f):
+    # the padded entry is one of x's, picked by value: pad(t, 'maximum') would be
+    # the maximum of the tangent, a silently wrong JVP
+    x = np.array([0.3, -1.2, 0.8, 1.1])
+    with pytest.raises(NotImplementedError, match="has no tangent rule") as info:
+        s2sad.jvp(f)(x, np.ones(4))
+    assert "test_constant_terms.py" in "".join(getattr(info.value, "__notes__", []))
