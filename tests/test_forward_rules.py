@@ -265,6 +265,8 @@ REDUCTIONS = [
     (np.cumsum, (rnd(3, 4),), {}), (np.cumprod, (rnd(3, 4),), {"axis": 1}),
     (np.cumprod, (np.array([2.0, 0.0, 3.0, 1.5]),), {}), (np.diff, (rnd(6),), {}),
     (np.diff, (rnd(3, 5), 2), {"axis": 1, "prepend": 0.5}),
+    (np.diff, (rnd(3, 5), 2, 1, rnd(3, 2), rnd(3, 1)), {}),
+    (np.diff, (rnd(3, 4), 1, 0, rnd(), rnd(2, 4)), {}),
     (np.sort, (distinct(3, 4),), {}), (np.sort, (distinct(3, 4),), {"axis": None}),
     (np.quantile, (distinct(3, 5), 0.3), {"axis": 1}), (np.quantile, (distinct(7), 0.45), {}),
     (np.percentile, (distinct(4, 3), 35.0, 0), {"keepdims": True}),

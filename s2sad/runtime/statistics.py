@@ -158,7 +158,21 @@ def d_diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
         pad[axis] = (1, 1)
         g = -np.diff(np.pad(g, pad), axis=axis)
     start = _length_along(prepend, axis)
-    return (like(np.take(g, range(start, start + np.shape(a)[axis]), axis=axis), a),)
+    stop = start + np.shape(a)[axis]
+    ct = like(np.take(g, range(start, stop), axis=axis), a)
+    if prepend is None and append is None:
+        return (ct,)
+    # differentiated prepend/append (a scalar one was spread along the other axes)
+    ct_prepend = _extra_cotangent(g, range(start), axis, prepend)
+    ct_append = _extra_cotangent(g, range(stop, np.shape(g)[axis]), axis, append)
+    return (ct, None, None, ct_prepend, ct_append)
+
+
+def _extra_cotangent(g: Any, span: range, axis: int, extra: Any) -> Any:
+    """The cotangent of np.diff's prepend/append ``extra``, read from ``span`` of g."""
+    if extra is None:
+        return None
+    return unbroadcast(np.take(g, span, axis=axis), extra)
 
 
 def _length_along(extra: Any, axis: int) -> int:
@@ -356,6 +370,20 @@ def jvp_diff(t, ans, a, n=1, axis=-1, prepend=None, append=None):
     if append is not None:
         kw["append"] = np.zeros_like(append, dtype=float)
     return np.diff(t, n, axis, **kw)
+
+
+@tangent(np.diff, argnum=3)
+def jvp_diff_prepend(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """The difference with t in front of zeros (a differentiated prepend)."""
+    kw = {} if append is None else {"append": np.zeros_like(append, dtype=float)}
+    return np.diff(np.zeros(np.shape(a)), n, axis, prepend=t, **kw)
+
+
+@tangent(np.diff, argnum=4)
+def jvp_diff_append(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """The difference with t after zeros (a differentiated append)."""
+    kw = {} if prepend is None else {"prepend": np.zeros_like(prepend, dtype=float)}
+    return np.diff(np.zeros(np.shape(a)), n, axis, append=t, **kw)
 
 
 @tangent(np.sort)
