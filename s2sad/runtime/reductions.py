@@ -296,8 +296,17 @@ def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwar
 
 
 @adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, max_along, min_along)
-def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs):
-    """Ties split the cotangent equally among the tied entries."""
+def d_max(
+    g, ans, x, axis=None, out=None, keepdims=False, initial=None, *, into=None,
+    **kwargs,
+):  # fmt: skip
+    """Ties split the cotangent equally among the tied entries; a (differentiated)
+    ``initial`` gets the cotangent of the outputs that it is."""
+    if initial is not None:
+        full = expand(ans, x, axis, keepdims)
+        share = mask_share(x, full, axis, kwargs.get("where", True))
+        ct = like(expand(g, x, axis, keepdims) * share, x)
+        return (ct, None, None, None, np.sum(g * (ans == initial)))
     full = expand(ans, x, axis, keepdims)
     buf = _float_out(x, into)
     if buf is not None:
@@ -357,7 +366,11 @@ def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=N
     axes = axes_of(x.ndim, axis)
     others = from_last(_exclusive_products(to_last(x, axes)), x.shape, axes)
     scale = 1 if initial is None else initial
-    return (like(expand(g, x, axis, keepdims) * others * scale, x),)
+    ct = like(expand(g, x, axis, keepdims) * others * scale, x)
+    if initial is not None:  # a differentiated initial multiplies the product
+        plain = np.prod(x, axis=axis, keepdims=keepdims)
+        return (ct, None, None, None, None, np.sum(g * plain))
+    return (ct,)
 
 
 # ---------------------------------------------------------------- logsumexp
