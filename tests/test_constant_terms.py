@@ -77,22 +77,6 @@ def sum_from(x, b):
     )
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_differentiated_initial(shape):
-    rng = np.random.default_rng(7)
-    x, b = rng.standard_normal(shape), rng.standard_normal(2)
-    v, w = rng.standard_normal(shape), rng.standard_normal(2)
-    h = 1e-6
-    expected = (sum_from(x + h * v, b + h * w) - sum_from(x - h * v, b - h * w)) / (
-        2 * h
-    )
-    _, tangent = s2sad.jvp(sum_from, argnums=(0, 1))(x, b, (v, w))
-    np.testing.assert_allclose(tangent, expected, rtol=1e-6)
-    got = s2sad.grad(sum_from, argnums=(0, 1))(x, b)
-    for g, e in zip(got, numerical_grad(sum_from, [x, b], (0, 1))):
-        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
-
-
 def pad_ramp(x):
     return np.sum(np.pad(x, 2, mode="linear_ramp", end_values=1.5) ** 2)
 
@@ -184,4 +168,26 @@ def test_nan_to_num_differentiated_fill(shape):
     np.testing.assert_allclose(tangent, expected, rtol=1e-6)
     got = s2sad.grad(nan_to_num_from, argnums=(0, 1))(x, b)
     for g, e in zip(got, numerical_grad(nan_to_num_from, [x, b], (0, 1))):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+def nansum_from(x, b):
+    y = np.where(x > 1.0, np.nan, x)
+    return np.nansum(y, None, None, None, False, b[0]) ** 2 + np.sum(
+        np.nansum(y, 0, None, None, False, b[1]) ** 2
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("f", [sum_from, nansum_from])
+def test_sums_differentiated_initial(f, shape):
+    rng = np.random.default_rng(9)
+    x, b = rng.standard_normal(shape), rng.standard_normal(2)
+    v, w = rng.standard_normal(shape), rng.standard_normal(2)
+    h = 1e-6
+    expected = (f(x + h * v, b + h * w) - f(x - h * v, b - h * w)) / (2 * h)
+    _, tangent = s2sad.jvp(f, argnums=(0, 1))(x, b, (v, w))
+    np.testing.assert_allclose(tangent, expected, rtol=1e-6)
+    got = s2sad.grad(f, argnums=(0, 1))(x, b)
+    for g, e in zip(got, numerical_grad(f, [x, b], (0, 1))):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)

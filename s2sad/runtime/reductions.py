@@ -281,7 +281,10 @@ def d_nansum(
     g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs
 ):
     no_where(kwargs, "np.nansum")
-    return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
+    ct = like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x)
+    if initial is not None:  # added to every output entry
+        return (ct, None, None, None, None, np.sum(g))
+    return (ct,)
 
 
 @adjoint(np.nanmean)
@@ -432,6 +435,11 @@ def jvp_nansum(t, ans, x, *args, **kwargs):
     if len(args) > 4:
         args = (*args[:4], 0, *args[5:])
     return np.nansum(np.where(np.isnan(x), 0, t), *args, **kwargs)
+
+
+@tangent(np.nansum, argnum=5)
+def jvp_nansum_initial(t, ans, x, *args, **kwargs):
+    return np.zeros_like(ans) + t
 
 
 @tangent(np.nanmean)
