@@ -305,20 +305,19 @@ def d_max(
 ):  # fmt: skip
     """Ties split the cotangent equally among the tied entries; a (differentiated)
     ``initial`` gets the cotangent of the outputs that it is."""
-    if initial is not None:
-        full = expand(ans, x, axis, keepdims)
-        share = mask_share(x, full, axis, kwargs.get("where", True))
-        ct = like(expand(g, x, axis, keepdims) * share, x)
-        return (ct, None, None, None, np.sum(g * (ans == initial)))
     full = expand(ans, x, axis, keepdims)
     buf = _float_out(x, into)
     if buf is not None:
-        return (_max_into(buf, g, x, full, axis, keepdims, kwargs.get("where")),)
-    if axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
+        ct = _max_into(buf, g, x, full, axis, keepdims, kwargs.get("where"))
+    elif axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
         mask = x == full  # the whole-array extremum: ties share g equally
-        return (like(mask * (g / max(np.count_nonzero(mask), 1)), x),)
-    share = mask_share(x, full, axis, kwargs.get("where", True))
-    return (like(expand(g, x, axis, keepdims) * share, x),)
+        ct = like(mask * (g / max(np.count_nonzero(mask), 1)), x)
+    else:
+        share = mask_share(x, full, axis, kwargs.get("where", True))
+        ct = like(expand(g, x, axis, keepdims) * share, x)
+    if initial is not None:
+        return (ct, None, None, None, np.sum(g * (ans == initial)))
+    return (ct,)
 
 
 def _max_into(buf, g, x, full, axis, keepdims, where) -> np.ndarray:
