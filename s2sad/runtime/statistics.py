@@ -43,9 +43,10 @@ from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
 @adjoint(np.average)
 def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Cotangents of ``a`` and (when passed positionally) of ``weights``."""
+    """Cotangents of ``a`` and (when passed positionally) of ``weights``; with
+    ``returned=True`` the sum of the weights adds to the weights' cotangent."""
     if returned:
-        raise NotImplementedError("np.average(..., returned=True) has no rule")
+        return _average_returned(g, ans, a, axis, weights, keepdims)
     a = np.asarray(a)
     ge = expand(g, a, axis, keepdims)
     if weights is None:
@@ -59,6 +60,22 @@ def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=Fa
         None,
         like(unbroadcast(g_wb, wb).reshape(w.shape), w),
     )
+
+
+def _average_returned(g, ans, a, axis, weights, keepdims) -> tuple:
+    """d_average of ``(average, sum of weights)`` = ``np.average(..., returned=True)``."""
+    g_avg, g_total = g
+    cts = [None, None, None]
+    if g_avg is not None:
+        part = d_average(g_avg, ans[0], a, axis, weights, keepdims=keepdims)
+        cts[: len(part)] = part
+    if g_total is not None and weights is not None:
+        a, w = np.asarray(a), np.asarray(weights)
+        wb = w if w.shape == a.shape else np.reshape(w, _along(a.ndim, axis))
+        spread_total = np.broadcast_to(expand(g_total, a, axis, keepdims), a.shape)
+        ct_w = like(unbroadcast(spread_total, wb).reshape(w.shape), w)
+        cts[2] = ct_w if cts[2] is None else cts[2] + ct_w
+    return (cts[0], None, cts[2], None)
 
 
 def _along(ndim: int, axis: int) -> tuple[int, ...]:
@@ -309,25 +326,33 @@ if hasattr(np, "cumulative_sum"):
     linear(np.cumulative_sum)
 
 
-@tangent(np.average)
+@tangent(np.average, container=True)
 def jvp_average_a(
     t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
 ):
-    return np.average(t, axis, weights, keepdims=keepdims)
+    avg = np.average(t, axis, weights, keepdims=keepdims)
+    return (avg, np.zeros_like(ans[1])) if returned else avg
 
 
-@tangent(np.average, argnum=2)
+@tangent(np.average, argnum=2, container=True)
 def jvp_average_weights(
     t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
 ):
-    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``."""
+    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``
+    (and sum(t), the sum of the weights' tangent, with ``returned=True``)."""
+    avg = ans[0] if returned else ans
     a, w, t = np.asarray(a), np.asarray(weights), np.asarray(t)
     if w.shape != a.shape:
         w, t = (np.reshape(v, _along(a.ndim, axis)) for v in (w, t))
     w, t = np.broadcast_to(w, a.shape), np.broadcast_to(t, a.shape)
     total = np.sum(w, axis=axis, keepdims=True)
-    centered = a - expand(ans, a, axis, keepdims)
-    return np.sum(t * centered / total, axis=axis, keepdims=keepdims)
+    centered = a - expand(avg, a, axis, keepdims)
+    t_avg = np.sum(t * centered / total, axis=axis, keepdims=keepdims)
+    if returned:
+        return t_avg, np.broadcast_to(
+            np.sum(t, axis=axis, keepdims=keepdims), np.shape(ans[1])
+        )
+    return t_avg
 
 
 def _cumprod_last_tangent(t: np.ndarray, x: np.ndarray) -> np.ndarray:
