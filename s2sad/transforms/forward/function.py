@@ -285,6 +285,9 @@ def field_tangent(ff: FunctionForward, v: ast.expr) -> Tangent | None:
     if properties.array_view_read(v, ff.parsed.example_args):  # x.flat: refused
         ff.fail(v, *properties.array_view_problem(v))
         return Tangent(const(None), MAYBE)  # (the compile fails)
+    if properties.derived_field_read(v, ff.parsed.example_args):  # init=False
+        ff.fail(v, *properties.derived_field_problem(v))
+        return Tangent(const(None), MAYBE)  # (the compile fails)
     helper = ff.rule_ref(pytrees.field_tangent)
     t = call(helper, name(ff.t(v.value.id)), name(v.value.id), const(v.attr))
     return Tangent(t, MAYBE)
