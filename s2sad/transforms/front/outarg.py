@@ -109,9 +109,31 @@ class _Rewriter(ast.NodeTransformer):
     visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
 
 
+def _drop_default_out(node: ast.AST, env: Any) -> None:
+    """``out=None`` (NumPy's default: a new array) dropped from NumPy calls and
+    array methods, whose rules take no ``out``: np.tanh(x, out=None)."""
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call) or not any(
+            k.arg == "out"
+            and isinstance(k.value, ast.Constant)
+            and k.value.value is None
+            for k in call.keywords
+        ):
+            continue
+        func = call.func
+        method = isinstance(func, ast.Attribute) and hasattr(np.ndarray, func.attr)
+        if method or _numpy_function(func, env):
+            call.keywords = [
+                k
+                for k in call.keywords
+                if not (k.arg == "out" and isinstance(k.value, ast.Constant))
+            ]
+
+
 def run(parsed: Any) -> None:
     """Rewrite the function's ``out=`` calls (see the module docstring)."""
     node = parsed.node
+    _drop_default_out(node, parsed.env)
     local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
         n.id
         for n in ast.walk(node)
