@@ -27,15 +27,32 @@ from s2sad.runtime.registry import (
     nondifferentiable,
 )
 from s2sad.runtime.support import unbroadcast
-from s2sad.runtime.tangents import linear, tangent
+from s2sad.runtime.tangents import constant, linear, tangent
 
 # ---------------------------------------------------------------- helpers
 
 
-def _order(rest: Sequence, kwargs: dict) -> str:
-    """The memory order of a reshape/ravel from its trailing args or keyword."""
+def _order(rest: Sequence, kwargs: dict, x: Any) -> str:
+    """The memory order of a reshape/ravel of ``x`` from its trailing args or
+    keyword, 'A' and 'K' resolved by x's layout (:func:`memory_order`)."""
     strings = [r for r in rest if isinstance(r, str)]
-    return kwargs.get("order", strings[0] if strings else "C")
+    return memory_order(x, kwargs.get("order", strings[0] if strings else "C"))
+
+
+def memory_order(x: Any, order: str) -> str:
+    """``order`` of a reshape/ravel of ``x`` as 'C' or 'F': 'A' is 'F' for an x
+    laid out in Fortran order (only), and so is 'K' (memory order), which is
+    'C' for a C-ordered x.  The cotangent, and the tangent, which may be laid
+    out otherwise, are read in the order x was."""
+    if order not in ("A", "K"):
+        return order
+    x = np.asarray(x)
+    if order == "K" and not (x.flags.c_contiguous or x.flags.f_contiguous):
+        raise NotImplementedError(
+            "np.ravel(order='K') of an array laid out in neither C nor Fortran "
+            "order has no rule: pass order='C' or 'F'"
+        )
+    return "F" if np.isfortran(x) else "C"
 
 
 def _axes_arg(axes: Sequence) -> Any:
@@ -74,7 +91,7 @@ def d_reshape(g, ans, x, *shape, into=None, **kwargs):
         and not any(type(r) is str for r in shape)
     ):  # C order, no cast: always a view of g (about 0.4 us, not 2)
         return (g.reshape(x.shape),)
-    order = _order(shape[1:], kwargs)
+    order = _order(shape[1:], kwargs, x)
     buf = _reshape_buffer(g, x, order, into)
     if buf is not None:
         np.copyto(buf.reshape(np.shape(g)), g, casting="same_kind")
@@ -99,7 +116,7 @@ def _reshape_buffer(g: Any, x: Any, order: str, into: Any) -> np.ndarray | None:
 
 @adjoint(np.ravel)
 def d_ravel(g, ans, x, *rest, **kwargs):
-    return (like(np.reshape(g, np.shape(x), order=_order(rest, kwargs)), x),)
+    return (like(np.reshape(g, np.shape(x), order=_order(rest, kwargs, x)), x),)
 
 
 @adjoint(np.squeeze, np.expand_dims)
@@ -355,6 +372,7 @@ linear(np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapax
        np.asarray_chkfinite, np.copy, np.float64, np.float32,
        np.float16)  # fmt: skip
 linear(np.full, np.full_like, slots=(1,))
+constant(memory_order)  # a string read off x's layout
 
 
 @tangent(np.astype)

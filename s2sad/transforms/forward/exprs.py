@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import FOREIGN
-from s2sad.runtime import support, tangents
+from s2sad.runtime import shapes, support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name
 from s2sad.transforms.front.activity import INDEX_KEYWORDS
@@ -140,6 +140,7 @@ def _contribution(
             return Tangent(expr, SET, alias=True)
         expr = op.rebuild(_replaced(op.args, i, t.expr))
         _zero_offset(rule, op, expr)
+        _layout_order(ff, rule, op, expr)
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
@@ -198,6 +199,25 @@ def _zero_offset(rule: TangentRule, op: Op, expr: ast.expr) -> None:
     position -= len(op.args) - len(expr.args)
     if 0 <= position < len(expr.args):
         expr.args[position] = const(0)
+
+
+def _layout_order(ff, rule: TangentRule, op: Op, expr: ast.expr) -> None:
+    """order='A' or 'K' of a reshape/ravel reads x in the order of x's layout,
+    which its tangent need not share: the tangent is read in x's order."""
+    if rule.primal not in (np.reshape, np.ravel) or not isinstance(expr, ast.Call):
+        return
+    values = [*expr.args, *(k.value for k in expr.keywords)]
+    for v in values:
+        if isinstance(v, ast.Constant) and v.value in ("A", "K"):
+            resolved = call(
+                ff.rule_ref(shapes.memory_order),
+                copy.deepcopy(op.args[0]),
+                const(v.value),
+            )
+            for k in expr.keywords:
+                if k.value is v:
+                    k.value = resolved
+            expr.args = [resolved if a is v else a for a in expr.args]
 
 
 def _kw(op: Op) -> list[ast.keyword]:
