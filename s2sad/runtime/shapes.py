@@ -271,12 +271,29 @@ def d_array(g, ans, obj, *rest, **kwargs):
         return (dict(g),)
     if isinstance(g, (list, tuple)) and isinstance(obj, (list, tuple)):
         return (list(g),)
+    if not _float_result(ans):  # np.asarray(x, dtype=int): piecewise constant
+        return (None,)
     return (unstack_like(np.reshape(g, np.shape(obj)), obj),)
+
+
+def _float_result(ans: Any) -> bool:
+    """Whether an array result has a float (or complex) dtype: a cast to integers
+    or booleans is piecewise constant, with zero derivative."""
+    return not isinstance(ans, (np.ndarray, np.generic)) or ans.dtype.kind in "fc"
+
+
+def float_part(t: Any, ans: Any) -> Any:
+    """The tangent ``t`` of an array construction ``ans`` with a dtype: zeros where
+    the dtype is no float (``np.asarray(x, dtype=int)``), else t itself."""
+    return t if _float_result(ans) else np.zeros(np.shape(ans))
 
 
 @adjoint(np.astype)
 def d_astype(g, ans, x, dtype, *rest, **kwargs):
-    return (like(g, x) if np.asarray(x).dtype.kind == "f" else None,)
+    """g back for a cast between floats; a cast to integers or booleans is
+    piecewise constant (zero)."""
+    float_cast = np.asarray(x).dtype.kind == "f" and _float_result(ans)
+    return (like(g, x) if float_cast else None,)
 
 
 @adjoint(np.full)
@@ -373,6 +390,7 @@ linear(np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapax
        np.float16)  # fmt: skip
 linear(np.full, np.full_like, slots=(1,))
 constant(memory_order)  # a string read off x's layout
+linear(float_part)
 
 
 @tangent(np.astype)

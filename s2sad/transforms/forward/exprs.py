@@ -141,6 +141,8 @@ def _contribution(
         expr = op.rebuild(_replaced(op.args, i, t.expr))
         _zero_offset(rule, op, expr)
         _layout_order(ff, rule, op, expr)
+        if _casts(rule, expr):
+            expr = call(ff.rule_ref(shapes.float_part), expr, name(ans))
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
@@ -199,6 +201,21 @@ def _zero_offset(rule: TangentRule, op: Op, expr: ast.expr) -> None:
     position -= len(op.args) - len(expr.args)
     if 0 <= position < len(expr.args):
         expr.args[position] = const(0)
+
+
+#: array constructions that take a dtype (second positional or keyword)
+_DTYPED = {np.array, np.asarray, np.asanyarray, np.ascontiguousarray,
+           np.asfortranarray, np.asarray_chkfinite}  # fmt: skip
+
+
+def _casts(rule: TangentRule, expr: ast.expr) -> bool:
+    """Whether a linear array construction passes a dtype, which may be no float
+    (``np.asarray(x, dtype=int)``: its tangent is zero, not t cast to int)."""
+    return (
+        rule.primal in _DTYPED
+        and isinstance(expr, ast.Call)
+        and (len(expr.args) > 1 or any(k.arg == "dtype" for k in expr.keywords))
+    )
 
 
 def _layout_order(ff, rule: TangentRule, op: Op, expr: ast.expr) -> None:
