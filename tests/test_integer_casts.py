@@ -48,3 +48,29 @@ def test_casts(f, shape):
         np.testing.assert_allclose(s2sad.grad(f)(x), expected, rtol=1e-6, atol=1e-8)
         _, tangent = s2sad.jvp(f)(x, v)
         np.testing.assert_allclose(tangent, np.sum(expected * v), rtol=1e-6, atol=1e-8)
+
+
+def sum_int(x):
+    # np.sum(x, dtype=int) adds x cast to integers
+    return np.sum(x, dtype=int) * np.sum(x**2) + np.sum(x * x.sum(0, int))
+
+
+def mean_cumsum_int(x):
+    return np.mean(x, dtype=np.int32) * np.sum(x) + np.sum(
+        x * np.cumsum(x, axis=-1, dtype=np.int64)
+    )
+
+
+def prod_trace_int(x):
+    m = x.reshape(x.shape[0], -1)
+    return np.prod(x, dtype=int) * np.sum(x) + np.trace(m, dtype=int) * np.sum(x**2)
+
+
+def float_dtypes(x):
+    return np.sum(x**2, dtype=np.float64) + np.sum(np.cumsum(x, dtype=float) ** 2)
+
+
+@pytest.mark.parametrize("f", [sum_int, mean_cumsum_int, prod_trace_int, float_dtypes])
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (3, 2, 2)])
+def test_reductions_with_integer_dtype(f, shape):
+    test_casts(f, shape)

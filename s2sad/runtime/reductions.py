@@ -157,6 +157,21 @@ def _float_out(x: Any, into: Any) -> np.ndarray | None:
     return into_buffer(into, 0, x.shape, x.dtype)
 
 
+def cast_away(dtype: Any, ans: Any) -> bool:
+    """Whether ``dtype=`` made a reduction's result no float (np.sum(x,
+    dtype=int) adds x cast to integers): piecewise constant, zero derivative."""
+    return (
+        dtype is not None
+        and isinstance(ans, (np.ndarray, np.generic))
+        and ans.dtype.kind not in "fc"
+    )
+
+
+def zero_cotangent(x: Any) -> Any:
+    """Zeros in the place of x's cotangent (an array, never None)."""
+    return like(np.zeros(np.shape(x)), x)
+
+
 def no_where(kwargs: dict, name: str) -> None:
     """Be loud about ``where=`` masks that a rule does not implement."""
     if "where" in kwargs:
@@ -200,6 +215,8 @@ def d_sum(
 ):  # fmt: skip
     """g broadcast back over the summed axes (a read-only view, or a filled array
     for a full sum of a small array; zero off ``where``; ``initial`` is a constant)."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if (  # filled(g, x), written out: a full sum of a small float array
         axis is None
         and where is None
@@ -226,6 +243,8 @@ def d_mean(
     g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, into=None, **kwargs
 ):
     """g / n broadcast back (a read-only view, or written into ``into[0]``)."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if (  # the common full mean of a small float array, written out
         into is None
         and axis is None
@@ -281,6 +300,8 @@ def d_nansum(
     g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs
 ):
     no_where(kwargs, "np.nansum")
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     ct = like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x)
     if initial is not None:  # added to every output entry
         return (ct, None, None, None, None, np.sum(g))
@@ -290,6 +311,8 @@ def d_nansum(
 @adjoint(np.nanmean)
 def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     no_where(kwargs, "np.nanmean")
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     valid = ~np.isnan(x)
     n = np.sum(valid, axis=axis, keepdims=True)
     return (like(np.where(valid, expand(g, x, axis, keepdims) / n, 0), x),)
@@ -364,6 +387,8 @@ def _exclusive_products(flat: np.ndarray) -> np.ndarray:
 @adjoint(np.prod)
 def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     """Product of the other entries of each slice: exact when entries are 0."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     x = np.asarray(x)
     axes = axes_of(x.ndim, axis)
     others = from_last(_exclusive_products(to_last(x, axes)), x.shape, axes)
@@ -450,7 +475,7 @@ def jvp_nanmean(t, ans, x, *args, **kwargs):
 # own source is differentiated
 linear(like, expand, spread, to_last, from_last)
 # ... and helpers whose results are integers, axes or piecewise-constant weights
-constant(axes_of, count, mask_share)
+constant(axes_of, count, mask_share, cast_away, zero_cotangent)
 # adjoint rules that read their other arguments only for shapes, indices or
 # piecewise-constant masks (ties): linear in g
 linear(d_sum, d_mean, d_nansum, d_nanmean, d_max, d_ptp, container=True)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from s2sad.runtime import backend
-from s2sad.runtime.reductions import into_buffer, like
+from s2sad.runtime.reductions import cast_away, into_buffer, like, zero_cotangent
 from s2sad.runtime.registry import (
     adjoint,
     attribute_alias,
@@ -240,6 +240,8 @@ def d_diagonal(g, ans, a, offset=0, axis1=0, axis2=1):
 
 @adjoint(np.trace)
 def d_trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(a),)
     n = _diagonal_length(np.shape(a), offset, axis1, axis2)
     diagonal = np.broadcast_to(np.expand_dims(g, -1), np.shape(g) + (n,))
     return (like(_place_diagonal(diagonal, np.shape(a), offset, axis1, axis2), a),)

@@ -25,6 +25,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import (
     axes_of,
+    cast_away,
     count,
     expand,
     float_dtype,
@@ -33,6 +34,7 @@ from s2sad.runtime.reductions import (
     mask_share,
     no_where,
     to_last,
+    zero_cotangent,
 )
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import unbroadcast
@@ -116,6 +118,8 @@ def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
 
 @adjoint(np.cumsum)
 def d_cumsum(g, ans, x, axis=None, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if axis is None:
         return (like(np.reshape(_reverse_cumsum(g, 0), np.shape(x)), x),)
     return (like(_reverse_cumsum(g, axis), x),)
@@ -136,6 +140,8 @@ def _cumprod_last(g: np.ndarray, ans: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @adjoint(np.cumprod)
 def d_cumprod(g, ans, x, axis=None, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     x = np.asarray(x)
     if axis is None:
         flat = _cumprod_last(np.asarray(g), np.asarray(ans), x.ravel())

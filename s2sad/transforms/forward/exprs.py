@@ -86,7 +86,11 @@ def op_tangent(
         )
         if part is not None:
             parts.append(part)
-    return combine(ff, parts, rule.container)
+    tangent = combine(ff, parts, rule.container)
+    if tangent is not None and _casts(rule, op):
+        expr = call(ff.rule_ref(shapes.float_part), tangent.expr, name(ans))
+        tangent = Tangent(expr, tangent.state, tangent.holey)
+    return tangent
 
 
 def combine(ff, parts: list[Tangent], container: bool) -> Tangent | None:
@@ -141,8 +145,6 @@ def _contribution(
         expr = op.rebuild(_replaced(op.args, i, t.expr))
         _zero_offset(rule, op, expr)
         _layout_order(ff, rule, op, expr)
-        if _casts(rule, expr):
-            expr = call(ff.rule_ref(shapes.float_part), expr, name(ans))
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
@@ -203,19 +205,22 @@ def _zero_offset(rule: TangentRule, op: Op, expr: ast.expr) -> None:
         expr.args[position] = const(0)
 
 
-#: array constructions that take a dtype (second positional or keyword)
-_DTYPED = {np.array, np.asarray, np.asanyarray, np.ascontiguousarray,
-           np.asfortranarray, np.asarray_chkfinite}  # fmt: skip
+#: primals taking a dtype, at this position among the operands (a method's
+#: receiver first) or as a keyword: one that is no float makes the result
+#: piecewise constant (np.asarray(x, dtype=int), np.sum(x, dtype=int))
+DTYPE_AT = {
+    np.array: 1, np.asarray: 1, np.asanyarray: 1, np.ascontiguousarray: 1,
+    np.asfortranarray: 1, np.asarray_chkfinite: 1, np.sum: 2, np.mean: 2,
+    np.nansum: 2, np.nanmean: 2, np.prod: 2, np.cumsum: 2, np.cumprod: 2,
+    np.trace: 4,
+}  # fmt: skip
 
 
-def _casts(rule: TangentRule, expr: ast.expr) -> bool:
-    """Whether a linear array construction passes a dtype, which may be no float
-    (``np.asarray(x, dtype=int)``: its tangent is zero, not t cast to int)."""
-    return (
-        rule.primal in _DTYPED
-        and isinstance(expr, ast.Call)
-        and (len(expr.args) > 1 or any(k.arg == "dtype" for k in expr.keywords))
-    )
+def _casts(rule: TangentRule, op: Op) -> bool:
+    """Whether the call passes a dtype that may be no float: its tangent is then
+    zero where the result is not float (shapes.float_part), not t cast."""
+    at = DTYPE_AT.get(rule.primal)
+    return at is not None and ("dtype" in op.kwargs or len(op.args) > at)
 
 
 def _layout_order(ff, rule: TangentRule, op: Op, expr: ast.expr) -> None:
