@@ -74,3 +74,29 @@ def float_dtypes(x):
 @pytest.mark.parametrize("shape", [(4,), (2, 3), (3, 2, 2)])
 def test_reductions_with_integer_dtype(f, shape):
     test_casts(f, shape)
+
+
+def built_int(x):
+    # arrays built from differentiated values with an integer dtype
+    n = x.size
+    flat = x.reshape(-1)
+    return (
+        np.sum(flat * np.full(n, flat[0], dtype=int))
+        + np.sum(x * np.full_like(x, flat[1], dtype=int))
+        + np.sum(flat * np.linspace(flat[0], flat[1] * 3.0, n, dtype=int))
+        + np.sum(flat[:3] * np.arange(flat[2], flat[2] + 3.0, 1.0, int))
+    )
+
+
+def built_float(x):
+    n = x.size
+    flat = x.reshape(-1)
+    return np.sum(flat * np.full(n, flat[0], dtype=float)) + np.sum(
+        flat * np.linspace(flat[0], flat[1], n, dtype=np.float64)
+    )
+
+
+@pytest.mark.parametrize("f", [built_int, built_float])
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+def test_built_with_integer_dtype(f, shape):
+    test_casts(f, shape)

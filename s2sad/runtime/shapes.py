@@ -300,18 +300,20 @@ def d_astype(g, ans, x, dtype, *rest, **kwargs):
 
 @adjoint(np.full)
 def d_full(g, ans, shape, fill_value, *rest, **kwargs):
+    if not _float_result(ans):  # dtype=int: piecewise constant
+        return (None, zero_cotangent(fill_value))
     return (None, unbroadcast(g, fill_value))
 
 
 @adjoint(np.full_like)
 def d_full_like(g, ans, a, fill_value, *rest, **kwargs):
-    return (None, unbroadcast(g, fill_value))
+    return d_full(g, ans, None, fill_value)
 
 
 @adjoint(np.arange)
 def d_arange(g, ans, *args, **kwargs):
     """arange(start, stop, step) = start + i * step: start and step get gradient."""
-    if len(args) < 2:
+    if len(args) < 2 or not _float_result(ans):
         return (None,)
     i = np.arange(np.size(g))
     return (np.sum(g), None, np.sum(g * i)) if len(args) > 2 else (np.sum(g), None)
@@ -322,6 +324,8 @@ def d_linspace(g, ans, start, stop, num=50, endpoint=True, retstep=False, **kwar
     """start + t * (stop - start) with t = i / (num - 1) (or / num)."""
     if retstep:
         raise NotImplementedError("np.linspace(..., retstep=True) has no rule")
+    if not _float_result(ans):  # dtype=int: piecewise constant
+        return (zero_cotangent(start), zero_cotangent(stop))
     g = np.moveaxis(np.asarray(g), kwargs.get("axis", 0), 0)
     steps = max(num - 1, 1) if endpoint else num
     t = np.reshape(np.arange(num) / steps, (-1,) + (1,) * (g.ndim - 1))

@@ -163,6 +163,8 @@ if hasattr(np, "cumulative_sum"):  # NumPy >= 2.1
 
     @adjoint(np.cumulative_sum)
     def d_cumulative_sum(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
+        if cast_away(dtype, ans):
+            return (zero_cotangent(x),)
         g = _without_initial(g, axis, kw.get("include_initial", False))
         return (like(_reverse_cumsum(g, -1 if axis is None else axis), x),)
 

@@ -212,8 +212,10 @@ DTYPE_AT = {
     np.array: 1, np.asarray: 1, np.asanyarray: 1, np.ascontiguousarray: 1,
     np.asfortranarray: 1, np.asarray_chkfinite: 1, np.sum: 2, np.mean: 2,
     np.nansum: 2, np.nanmean: 2, np.prod: 2, np.cumsum: 2, np.cumprod: 2,
-    np.trace: 4,
+    np.trace: 4, np.full: 2, np.full_like: 2, np.linspace: 5, np.arange: 3,
 }  # fmt: skip
+if hasattr(np, "cumulative_sum"):
+    DTYPE_AT[np.cumulative_sum] = 9  # dtype= by keyword only
 
 
 def _casts(rule: TangentRule, op: Op) -> bool:
