@@ -388,8 +388,9 @@ def d_clip(g, ans, a, a_min=None, a_max=None, *rest, **kwargs):
 
 @adjoint(np.nan_to_num, broadcasts=True)
 def d_nan_to_num(g, ans, x, copy=True, nan=None, posinf=None, neginf=None):
-    """Cotangent to ``x`` where it was finite, else to the value put in its place
-    (a differentiated nan=, posinf=, neginf=)."""
+    """g to x where x is finite, else to the value put in its place.
+
+    (nan=, posinf=, neginf= may be differentiated.)"""
     return (
         g * np.isfinite(x),
         None,

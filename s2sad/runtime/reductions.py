@@ -322,8 +322,9 @@ def d_max(
     g, ans, x, axis=None, out=None, keepdims=False, initial=None, *, into=None,
     **kwargs,
 ):  # fmt: skip
-    """Ties split the cotangent equally among the tied entries; a (differentiated)
-    ``initial`` gets the cotangent of the outputs that it is."""
+    """Ties split the cotangent equally among the tied entries.
+
+    A (differentiated) ``initial`` gets the cotangent of the outputs it is."""
     full = expand(ans, x, axis, keepdims)
     buf = _float_out(x, into)
     if buf is not None:

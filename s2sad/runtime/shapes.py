@@ -292,14 +292,14 @@ def float_part(t: Any, ans: Any) -> Any:
 
 @adjoint(np.astype)
 def d_astype(g, ans, x, dtype, *rest, **kwargs):
-    """g back for a cast between floats; a cast to integers or booleans is
-    piecewise constant (zero)."""
+    """g back for a cast between floats, zero for one to integers or booleans."""
     float_cast = np.asarray(x).dtype.kind == "f" and _float_result(ans)
     return (like(g, x) if float_cast else None,)
 
 
 @adjoint(np.full)
 def d_full(g, ans, shape, fill_value, *rest, **kwargs):
+    """The sum of g back to the fill value (zero for an integer dtype)."""
     if not _float_result(ans):  # dtype=int: piecewise constant
         return (None, zero_cotangent(fill_value))
     return (None, unbroadcast(g, fill_value))

@@ -45,8 +45,9 @@ from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
 @adjoint(np.average)
 def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Cotangents of ``a`` and (when passed positionally) of ``weights``; with
-    ``returned=True`` the sum of the weights adds to the weights' cotangent."""
+    """Cotangents of ``a`` and (when passed positionally) of ``weights``.
+
+    With ``returned=True`` the sum of the weights adds to the weights' cotangent."""
     if returned:
         return _average_returned(g, ans, a, axis, weights, keepdims)
     a = np.asarray(a)
