@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from s2sad.runtime import registry
+from s2sad.runtime import pytrees, registry
 from s2sad.runtime.support import unbroadcast
 
 __all__ = ["check_rule", "check_nondifferentiable", "numerical_grad", "is_float_value"]
@@ -45,6 +45,8 @@ def is_float_value(x: Any) -> bool:
         return any(is_float_value(v) for v in x)
     if isinstance(x, float):
         return True
+    if pytrees.is_object_node(x):  # a dataclass or registered object
+        return any(is_float_value(c) for _, c in pytrees.children(x))
     return _arraylike(x) and x.dtype.kind == "f"
 
 
@@ -71,10 +73,10 @@ def _to64(x: Any) -> Any:
     """x with every float leaf promoted to float64 (other leaves unchanged)."""
     if isinstance(x, dict):
         return {k: _to64(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+    if pytrees.is_object_node(x):  # namedtuple, dataclass: the same type back
+        return pytrees.rebuild(x, [_to64(c) for _, c in pytrees.children(x)])
+    if isinstance(x, (list, tuple)):
         return type(x)(_to64(v) for v in x)
-    if isinstance(x, tuple):
-        return [_to64(v) for v in x]
     if _arraylike(x) and x.dtype.kind == "f" and x.dtype != np.float64:
         return x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(x)
     return x
@@ -367,6 +369,19 @@ def _grad_struct(f: Callable[[Any], float], x: Any) -> Any:
         return {
             k: _grad_struct(lambda v, k=k: f({**x, k: v}), xv) for k, xv in x.items()
         }
+    if pytrees.is_object_node(x):  # namedtuple, dataclass: each field in turn
+        kids = [c for _, c in pytrees.children(x)]
+
+        def rebuilt(i: int, v: Any) -> Any:
+            return pytrees.rebuild(x, [v if k == i else c for k, c in enumerate(kids)])
+
+        return pytrees.rebuild(
+            x,
+            [
+                _grad_struct(lambda v, i=i: f(rebuilt(i, v)), c)
+                for i, c in enumerate(kids)
+            ],
+        )
     if isinstance(x, (list, tuple)):
 
         def replace(i: int, v: Any) -> Any:

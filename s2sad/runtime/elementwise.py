@@ -386,9 +386,18 @@ def d_clip(g, ans, a, a_min=None, a_max=None, *rest, **kwargs):
     )
 
 
-@adjoint(np.nan_to_num)
-def d_nan_to_num(g, ans, x, *rest, **kwargs):
-    return (g * np.isfinite(x),)
+@adjoint(np.nan_to_num, broadcasts=True)
+def d_nan_to_num(g, ans, x, copy=True, nan=None, posinf=None, neginf=None):
+    """g to x where x is finite, else to the value put in its place.
+
+    (nan=, posinf=, neginf= may be differentiated.)"""
+    return (
+        g * np.isfinite(x),
+        None,
+        None if nan is None else g * np.isnan(x),
+        None if posinf is None else g * np.isposinf(x),
+        None if neginf is None else g * np.isneginf(x),
+    )
 
 
 # ---------------------------------------------------------------- zero gradient

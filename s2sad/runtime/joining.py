@@ -256,9 +256,14 @@ if hasattr(np, "unstack"):
 
 @tangent(np.pad)
 def jvp_pad(t, ans, array, pad_width, mode="constant", **kwargs):
-    """Padding is linear in the array once constant fill values are read as zero."""
-    if "constant_values" in kwargs:
-        kwargs = dict(kwargs, constant_values=0)
+    """Padding is linear in the array once constant fill values (constant_values,
+    linear_ramp's end_values) are read as zero; the statistic modes maximum,
+    minimum and median copy one entry that the tangent alone cannot tell."""
+    if mode in ("maximum", "minimum", "median") or callable(mode):
+        raise NotImplementedError(f"np.pad(mode={mode!r}) has no tangent rule")
+    for fill in ("constant_values", "end_values"):
+        if fill in kwargs:
+            kwargs = dict(kwargs, **{fill: 0})
     return np.pad(t, pad_width, mode, **kwargs)
 
 

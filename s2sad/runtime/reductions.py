@@ -157,6 +157,17 @@ def _float_out(x: Any, into: Any) -> np.ndarray | None:
     return into_buffer(into, 0, x.shape, x.dtype)
 
 
+def cast_away(dtype: Any, ans: Any) -> bool:
+    """Whether ``dtype=`` made a reduction's result no float (np.sum(x,
+    dtype=int) adds x cast to integers): piecewise constant, zero derivative."""
+    return dtype is not None and getattr(ans, "dtype", np.dtype(float)).kind not in "fc"
+
+
+def zero_cotangent(x: Any) -> Any:
+    """Zeros in the place of x's cotangent (an array, never None)."""
+    return like(np.zeros(np.shape(x)), x)
+
+
 def no_where(kwargs: dict, name: str) -> None:
     """Be loud about ``where=`` masks that a rule does not implement."""
     if "where" in kwargs:
@@ -194,12 +205,18 @@ def mask_share(x: Any, full: Any, axis: Any, where: Any = True) -> Any:
 
 
 @adjoint(np.sum)
-def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def d_sum(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+    where=None,
+):  # fmt: skip
     """g broadcast back over the summed axes (a read-only view, or a filled array
-    for a full sum of a small array; zero off ``where``)."""
+    for a full sum of a small array; zero off ``where``; ``initial`` is a constant)."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if (  # filled(g, x), written out: a full sum of a small float array
         axis is None
-        and not kwargs
+        and where is None
+        and initial is None
         and not keepdims
         and type(x) is np.ndarray
         and type(g) in _FILL_SCALARS
@@ -210,8 +227,10 @@ def d_sum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         buf.fill(g)
         return (buf,)
     ct = spread(g, x, axis, keepdims)
-    if "where" in kwargs:
-        ct = np.where(kwargs["where"], ct, 0)
+    if where is not None:
+        ct = np.where(where, ct, 0)
+    if initial is not None:  # added to every output entry
+        return (like(ct, x), None, None, None, None, np.sum(g))
     return (like(ct, x),)
 
 
@@ -220,6 +239,8 @@ def d_mean(
     g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, into=None, **kwargs
 ):
     """g / n broadcast back (a read-only view, or written into ``into[0]``)."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if (  # the common full mean of a small float array, written out
         into is None
         and axis is None
@@ -271,14 +292,23 @@ def _mean_into(buf: np.ndarray, g: Any, x: Any, axis: Any, keepdims: bool, where
 
 
 @adjoint(np.nansum)
-def d_nansum(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def d_nansum(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs
+):
     no_where(kwargs, "np.nansum")
-    return (like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x),)
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
+    ct = like(np.where(np.isnan(x), 0, spread(g, x, axis, keepdims)), x)
+    if initial is not None:  # added to every output entry
+        return (ct, None, None, None, None, np.sum(g))
+    return (ct,)
 
 
 @adjoint(np.nanmean)
 def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     no_where(kwargs, "np.nanmean")
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     valid = ~np.isnan(x)
     n = np.sum(valid, axis=axis, keepdims=True)
     return (like(np.where(valid, expand(g, x, axis, keepdims) / n, 0), x),)
@@ -288,17 +318,26 @@ def d_nanmean(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **kwar
 
 
 @adjoint(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, max_along, min_along)
-def d_max(g, ans, x, axis=None, out=None, keepdims=False, *, into=None, **kwargs):
-    """Ties split the cotangent equally among the tied entries."""
+def d_max(
+    g, ans, x, axis=None, out=None, keepdims=False, initial=None, *, into=None,
+    **kwargs,
+):  # fmt: skip
+    """Ties split the cotangent equally among the tied entries.
+
+    A (differentiated) ``initial`` gets the cotangent of the outputs it is."""
     full = expand(ans, x, axis, keepdims)
     buf = _float_out(x, into)
     if buf is not None:
-        return (_max_into(buf, g, x, full, axis, keepdims, kwargs.get("where")),)
-    if axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
+        ct = _max_into(buf, g, x, full, axis, keepdims, kwargs.get("where"))
+    elif axis is None and not kwargs and type(x) is np.ndarray and np.ndim(g) == 0:
         mask = x == full  # the whole-array extremum: ties share g equally
-        return (like(mask * (g / max(np.count_nonzero(mask), 1)), x),)
-    share = mask_share(x, full, axis, kwargs.get("where", True))
-    return (like(expand(g, x, axis, keepdims) * share, x),)
+        ct = like(mask * (g / max(np.count_nonzero(mask), 1)), x)
+    else:
+        share = mask_share(x, full, axis, kwargs.get("where", True))
+        ct = like(expand(g, x, axis, keepdims) * share, x)
+    if initial is not None:
+        return (ct, None, None, None, np.sum(g * (ans == initial)))
+    return (ct,)
 
 
 def _max_into(buf, g, x, full, axis, keepdims, where) -> np.ndarray:
@@ -345,11 +384,17 @@ def _exclusive_products(flat: np.ndarray) -> np.ndarray:
 @adjoint(np.prod)
 def d_prod(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     """Product of the other entries of each slice: exact when entries are 0."""
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     x = np.asarray(x)
     axes = axes_of(x.ndim, axis)
     others = from_last(_exclusive_products(to_last(x, axes)), x.shape, axes)
     scale = 1 if initial is None else initial
-    return (like(expand(g, x, axis, keepdims) * others * scale, x),)
+    ct = like(expand(g, x, axis, keepdims) * others * scale, x)
+    if initial is not None:  # a differentiated initial multiplies the product
+        plain = np.prod(x, axis=axis, keepdims=keepdims)
+        return (ct, None, None, None, None, np.sum(g * plain))
+    return (ct,)
 
 
 # ---------------------------------------------------------------- logsumexp
@@ -396,14 +441,26 @@ for _name, _function in [
 # tangent forward, then the tangents of this module's adjoint rules and helpers,
 # which emitted gradient code calls (forward-over-reverse: Hessian-vector products).
 
-linear(np.sum, np.mean)
+linear(np.mean)
+# np.sum(x, ..., initial): linear in x plus initial (transforms/forward/exprs.py OFFSETS)
+linear(np.sum, slots=(0, 5))
 reduction(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin, np.ptp, np.prod,
           logsumexp, max_along, min_along)  # fmt: skip
 
 
 @tangent(np.nansum)
 def jvp_nansum(t, ans, x, *args, **kwargs):
+    # initial= (keyword or 6th argument) adds a constant: no tangent
+    if "initial" in kwargs:
+        kwargs = dict(kwargs, initial=0)
+    if len(args) > 4:
+        args = (*args[:4], 0, *args[5:])
     return np.nansum(np.where(np.isnan(x), 0, t), *args, **kwargs)
+
+
+@tangent(np.nansum, argnum=5)
+def jvp_nansum_initial(t, ans, x, *args, **kwargs):
+    return np.zeros_like(ans) + t
 
 
 @tangent(np.nanmean)
@@ -415,7 +472,7 @@ def jvp_nanmean(t, ans, x, *args, **kwargs):
 # own source is differentiated
 linear(like, expand, spread, to_last, from_last)
 # ... and helpers whose results are integers, axes or piecewise-constant weights
-constant(axes_of, count, mask_share)
+constant(axes_of, count, mask_share, cast_away, zero_cotangent)
 # adjoint rules that read their other arguments only for shapes, indices or
 # piecewise-constant masks (ties): linear in g
 linear(d_sum, d_mean, d_nansum, d_nanmean, d_max, d_ptp, container=True)

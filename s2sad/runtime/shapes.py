@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from s2sad.runtime import backend
-from s2sad.runtime.reductions import into_buffer, like
+from s2sad.runtime.reductions import cast_away, into_buffer, like, zero_cotangent
 from s2sad.runtime.registry import (
     adjoint,
     attribute_alias,
@@ -27,15 +27,32 @@ from s2sad.runtime.registry import (
     nondifferentiable,
 )
 from s2sad.runtime.support import unbroadcast
-from s2sad.runtime.tangents import linear, tangent
+from s2sad.runtime.tangents import constant, linear, tangent
 
 # ---------------------------------------------------------------- helpers
 
 
-def _order(rest: Sequence, kwargs: dict) -> str:
-    """The memory order of a reshape/ravel from its trailing args or keyword."""
+def _order(rest: Sequence, kwargs: dict, x: Any) -> str:
+    """The memory order of a reshape/ravel of ``x`` from its trailing args or
+    keyword, 'A' and 'K' resolved by x's layout (:func:`memory_order`)."""
     strings = [r for r in rest if isinstance(r, str)]
-    return kwargs.get("order", strings[0] if strings else "C")
+    return memory_order(x, kwargs.get("order", strings[0] if strings else "C"))
+
+
+def memory_order(x: Any, order: str) -> str:
+    """``order`` of a reshape/ravel of ``x`` as 'C' or 'F': 'A' is 'F' for an x
+    laid out in Fortran order (only), and so is 'K' (memory order), which is
+    'C' for a C-ordered x.  The cotangent, and the tangent, which may be laid
+    out otherwise, are read in the order x was."""
+    if order not in ("A", "K"):
+        return order
+    x = np.asarray(x)
+    if order == "K" and not (x.flags.c_contiguous or x.flags.f_contiguous):
+        raise NotImplementedError(
+            "np.ravel(order='K') of an array laid out in neither C nor Fortran "
+            "order has no rule: pass order='C' or 'F'"
+        )
+    return "F" if np.isfortran(x) else "C"
 
 
 def _axes_arg(axes: Sequence) -> Any:
@@ -74,7 +91,7 @@ def d_reshape(g, ans, x, *shape, into=None, **kwargs):
         and not any(type(r) is str for r in shape)
     ):  # C order, no cast: always a view of g (about 0.4 us, not 2)
         return (g.reshape(x.shape),)
-    order = _order(shape[1:], kwargs)
+    order = _order(shape[1:], kwargs, x)
     buf = _reshape_buffer(g, x, order, into)
     if buf is not None:
         np.copyto(buf.reshape(np.shape(g)), g, casting="same_kind")
@@ -99,7 +116,7 @@ def _reshape_buffer(g: Any, x: Any, order: str, into: Any) -> np.ndarray | None:
 
 @adjoint(np.ravel)
 def d_ravel(g, ans, x, *rest, **kwargs):
-    return (like(np.reshape(g, np.shape(x), order=_order(rest, kwargs)), x),)
+    return (like(np.reshape(g, np.shape(x), order=_order(rest, kwargs, x)), x),)
 
 
 @adjoint(np.squeeze, np.expand_dims)
@@ -223,6 +240,8 @@ def d_diagonal(g, ans, a, offset=0, axis1=0, axis2=1):
 
 @adjoint(np.trace)
 def d_trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(a),)
     n = _diagonal_length(np.shape(a), offset, axis1, axis2)
     diagonal = np.broadcast_to(np.expand_dims(g, -1), np.shape(g) + (n,))
     return (like(_place_diagonal(diagonal, np.shape(a), offset, axis1, axis2), a),)
@@ -254,28 +273,47 @@ def d_array(g, ans, obj, *rest, **kwargs):
         return (dict(g),)
     if isinstance(g, (list, tuple)) and isinstance(obj, (list, tuple)):
         return (list(g),)
+    if not _float_result(ans):  # np.asarray(x, dtype=int): piecewise constant
+        return (None,)
     return (unstack_like(np.reshape(g, np.shape(obj)), obj),)
+
+
+def _float_result(ans: Any) -> bool:
+    """Whether an array result has a float (or complex) dtype: a cast to integers
+    or booleans is piecewise constant, with zero derivative."""
+    return not isinstance(ans, (np.ndarray, np.generic)) or ans.dtype.kind in "fc"
+
+
+def float_part(t: Any, ans: Any) -> Any:
+    """The tangent ``t`` of an array construction ``ans`` with a dtype: zeros where
+    the dtype is no float (``np.asarray(x, dtype=int)``), else t itself."""
+    return t if _float_result(ans) else np.zeros(np.shape(ans))
 
 
 @adjoint(np.astype)
 def d_astype(g, ans, x, dtype, *rest, **kwargs):
-    return (like(g, x) if np.asarray(x).dtype.kind == "f" else None,)
+    """g back for a cast between floats, zero for one to integers or booleans."""
+    float_cast = np.asarray(x).dtype.kind == "f" and _float_result(ans)
+    return (like(g, x) if float_cast else None,)
 
 
 @adjoint(np.full)
 def d_full(g, ans, shape, fill_value, *rest, **kwargs):
+    """The sum of g back to the fill value (zero for an integer dtype)."""
+    if not _float_result(ans):  # dtype=int: piecewise constant
+        return (None, zero_cotangent(fill_value))
     return (None, unbroadcast(g, fill_value))
 
 
 @adjoint(np.full_like)
 def d_full_like(g, ans, a, fill_value, *rest, **kwargs):
-    return (None, unbroadcast(g, fill_value))
+    return d_full(g, ans, None, fill_value)
 
 
 @adjoint(np.arange)
 def d_arange(g, ans, *args, **kwargs):
     """arange(start, stop, step) = start + i * step: start and step get gradient."""
-    if len(args) < 2:
+    if len(args) < 2 or not _float_result(ans):
         return (None,)
     i = np.arange(np.size(g))
     return (np.sum(g), None, np.sum(g * i)) if len(args) > 2 else (np.sum(g), None)
@@ -286,6 +324,8 @@ def d_linspace(g, ans, start, stop, num=50, endpoint=True, retstep=False, **kwar
     """start + t * (stop - start) with t = i / (num - 1) (or / num)."""
     if retstep:
         raise NotImplementedError("np.linspace(..., retstep=True) has no rule")
+    if not _float_result(ans):  # dtype=int: piecewise constant
+        return (zero_cotangent(start), zero_cotangent(stop))
     g = np.moveaxis(np.asarray(g), kwargs.get("axis", 0), 0)
     steps = max(num - 1, 1) if endpoint else num
     t = np.reshape(np.arange(num) / steps, (-1,) + (1,) * (g.ndim - 1))
@@ -355,6 +395,8 @@ linear(np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapax
        np.asarray_chkfinite, np.copy, np.float64, np.float32,
        np.float16)  # fmt: skip
 linear(np.full, np.full_like, slots=(1,))
+constant(memory_order)  # a string read off x's layout
+linear(float_part)
 
 
 @tangent(np.astype)

@@ -25,6 +25,7 @@ import numpy as np
 
 from s2sad.runtime.reductions import (
     axes_of,
+    cast_away,
     count,
     expand,
     float_dtype,
@@ -33,6 +34,7 @@ from s2sad.runtime.reductions import (
     mask_share,
     no_where,
     to_last,
+    zero_cotangent,
 )
 from s2sad.runtime.registry import adjoint, method_alias
 from s2sad.runtime.support import unbroadcast
@@ -43,9 +45,11 @@ from s2sad.runtime.tangents import constant, linear, reduction, tangent
 
 @adjoint(np.average)
 def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Cotangents of ``a`` and (when passed positionally) of ``weights``."""
+    """Cotangents of ``a`` and (when passed positionally) of ``weights``.
+
+    With ``returned=True`` the sum of the weights adds to the weights' cotangent."""
     if returned:
-        raise NotImplementedError("np.average(..., returned=True) has no rule")
+        return _average_returned(g, ans, a, axis, weights, keepdims)
     a = np.asarray(a)
     ge = expand(g, a, axis, keepdims)
     if weights is None:
@@ -59,6 +63,22 @@ def d_average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=Fa
         None,
         like(unbroadcast(g_wb, wb).reshape(w.shape), w),
     )
+
+
+def _average_returned(g, ans, a, axis, weights, keepdims) -> tuple:
+    """d_average of ``(average, sum of weights)`` = ``np.average(..., returned=True)``."""
+    g_avg, g_total = g
+    cts = [None, None, None]
+    if g_avg is not None:
+        part = d_average(g_avg, ans[0], a, axis, weights, keepdims=keepdims)
+        cts[: len(part)] = part
+    if g_total is not None and weights is not None:
+        a, w = np.asarray(a), np.asarray(weights)
+        wb = w if w.shape == a.shape else np.reshape(w, _along(a.ndim, axis))
+        spread_total = np.broadcast_to(expand(g_total, a, axis, keepdims), a.shape)
+        ct_w = like(unbroadcast(spread_total, wb).reshape(w.shape), w)
+        cts[2] = ct_w if cts[2] is None else cts[2] + ct_w
+    return (cts[0], None, cts[2], None)
 
 
 def _along(ndim: int, axis: int) -> tuple[int, ...]:
@@ -99,6 +119,8 @@ def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
 
 @adjoint(np.cumsum)
 def d_cumsum(g, ans, x, axis=None, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     if axis is None:
         return (like(np.reshape(_reverse_cumsum(g, 0), np.shape(x)), x),)
     return (like(_reverse_cumsum(g, axis), x),)
@@ -119,6 +141,8 @@ def _cumprod_last(g: np.ndarray, ans: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @adjoint(np.cumprod)
 def d_cumprod(g, ans, x, axis=None, dtype=None, out=None):
+    if cast_away(dtype, ans):
+        return (zero_cotangent(x),)
     x = np.asarray(x)
     if axis is None:
         flat = _cumprod_last(np.asarray(g), np.asarray(ans), x.ravel())
@@ -140,6 +164,8 @@ if hasattr(np, "cumulative_sum"):  # NumPy >= 2.1
 
     @adjoint(np.cumulative_sum)
     def d_cumulative_sum(g, ans, x, *, axis=None, dtype=None, out=None, **kw):
+        if cast_away(dtype, ans):
+            return (zero_cotangent(x),)
         g = _without_initial(g, axis, kw.get("include_initial", False))
         return (like(_reverse_cumsum(g, -1 if axis is None else axis), x),)
 
@@ -158,7 +184,21 @@ def d_diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
         pad[axis] = (1, 1)
         g = -np.diff(np.pad(g, pad), axis=axis)
     start = _length_along(prepend, axis)
-    return (like(np.take(g, range(start, start + np.shape(a)[axis]), axis=axis), a),)
+    stop = start + np.shape(a)[axis]
+    ct = like(np.take(g, range(start, stop), axis=axis), a)
+    if prepend is None and append is None:
+        return (ct,)
+    # differentiated prepend/append (a scalar one was spread along the other axes)
+    ct_prepend = _extra_cotangent(g, range(start), axis, prepend)
+    ct_append = _extra_cotangent(g, range(stop, np.shape(g)[axis]), axis, append)
+    return (ct, None, None, ct_prepend, ct_append)
+
+
+def _extra_cotangent(g: Any, span: range, axis: int, extra: Any) -> Any:
+    """The cotangent of np.diff's prepend/append ``extra``, read from ``span`` of g."""
+    if extra is None:
+        return None
+    return unbroadcast(np.take(g, span, axis=axis), extra)
 
 
 def _length_along(extra: Any, axis: int) -> int:
@@ -295,25 +335,33 @@ if hasattr(np, "cumulative_sum"):
     linear(np.cumulative_sum)
 
 
-@tangent(np.average)
+@tangent(np.average, container=True)
 def jvp_average_a(
     t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
 ):
-    return np.average(t, axis, weights, keepdims=keepdims)
+    avg = np.average(t, axis, weights, keepdims=keepdims)
+    return (avg, np.zeros_like(ans[1])) if returned else avg
 
 
-@tangent(np.average, argnum=2)
+@tangent(np.average, argnum=2, container=True)
 def jvp_average_weights(
     t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False
 ):
-    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``."""
+    """(sum(t a) - ans sum(t)) / sum(w), with 1-d weights laid along ``axis``
+    (and sum(t), the sum of the weights' tangent, with ``returned=True``)."""
+    avg = ans[0] if returned else ans
     a, w, t = np.asarray(a), np.asarray(weights), np.asarray(t)
     if w.shape != a.shape:
         w, t = (np.reshape(v, _along(a.ndim, axis)) for v in (w, t))
     w, t = np.broadcast_to(w, a.shape), np.broadcast_to(t, a.shape)
     total = np.sum(w, axis=axis, keepdims=True)
-    centered = a - expand(ans, a, axis, keepdims)
-    return np.sum(t * centered / total, axis=axis, keepdims=keepdims)
+    centered = a - expand(avg, a, axis, keepdims)
+    t_avg = np.sum(t * centered / total, axis=axis, keepdims=keepdims)
+    if returned:
+        return t_avg, np.broadcast_to(
+            np.sum(t, axis=axis, keepdims=keepdims), np.shape(ans[1])
+        )
+    return t_avg
 
 
 def _cumprod_last_tangent(t: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -356,6 +404,20 @@ def jvp_diff(t, ans, a, n=1, axis=-1, prepend=None, append=None):
     if append is not None:
         kw["append"] = np.zeros_like(append, dtype=float)
     return np.diff(t, n, axis, **kw)
+
+
+@tangent(np.diff, argnum=3)
+def jvp_diff_prepend(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """The difference with t in front of zeros (a differentiated prepend)."""
+    kw = {} if append is None else {"append": np.zeros_like(append, dtype=float)}
+    return np.diff(np.zeros(np.shape(a)), n, axis, prepend=t, **kw)
+
+
+@tangent(np.diff, argnum=4)
+def jvp_diff_append(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    """The difference with t after zeros (a differentiated append)."""
+    kw = {} if prepend is None else {"prepend": np.zeros_like(prepend, dtype=float)}
+    return np.diff(np.zeros(np.shape(a)), n, axis, append=t, **kw)
 
 
 @tangent(np.sort)

@@ -226,6 +226,25 @@ def bool_arithmetic(exprs: list | None) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
+def shortest_return(rule_fn) -> int | None:
+    """The fewest cotangents any ``return`` of the rule gives (None: not known,
+    a return that is not a tuple literal): a rule may give none for arguments
+    it reads as constants (``np.linspace``'s num), which the caller pads."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(rule_fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    returns = [n for n in ast.walk(tree.body[0]) if isinstance(n, ast.Return)]
+    if not returns or not all(
+        isinstance(r.value, ast.Tuple)
+        and not any(isinstance(e, ast.Starred) for e in r.value.elts)
+        for r in returns
+    ):
+        return None
+    return min(len(r.value.elts) for r in returns)
+
+
+@functools.lru_cache(maxsize=None)
 def definite_positions(rule_fn) -> frozenset[int]:
     """Positions of the rule's result that are never ``None`` at run time.
 

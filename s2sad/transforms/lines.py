@@ -46,13 +46,16 @@ def _walk(body: list[ast.stmt], inherited, out: list) -> None:
 
 
 def marks(functions: list[ast.stmt]) -> list[list]:
-    """Per emitted function: the stamps of its statements, in pre-order."""
+    """Per emitted function: the stamps of its statements, in pre-order.
+
+    Other module statements (``f.buffer_results = {...}`` of the buffered
+    form) have no entry: the table pairs these with the text's functions."""
     out = []
     for f in functions:
-        stmts: list = []
         if isinstance(f, ast.FunctionDef):
+            stmts: list = []
             _walk(f.body, None, stmts)
-        out.append([m for _, m in stmts])
+            out.append([m for _, m in stmts])
     return out
 
 

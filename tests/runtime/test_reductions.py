@@ -99,7 +99,7 @@ def test_max_ties_split_equally():
 
 def test_max_with_initial_that_wins():
     x = np.array([1.0, 2.0])
-    (g,) = red.d_max(np.float64(1.0), np.max(x, initial=5.0), x, initial=5.0)
+    g = red.d_max(np.float64(1.0), np.max(x, initial=5.0), x, initial=5.0)[0]
     assert np.array_equal(g, [0.0, 0.0])
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sad.options import FOREIGN
-from s2sad.runtime import support, tangents
+from s2sad.runtime import shapes, support, tangents
 from s2sad.runtime.tangents import TangentRule
 from s2sad.transforms.astutil import call, const, name, walk
 from s2sad.transforms.front.activity import INDEX_KEYWORDS
@@ -37,6 +37,10 @@ from s2sad.transforms.lattice import MAYBE, NONE, SET
 HOLES_OK = {operator.getitem, list, tuple}
 #: none-accepting helpers whose result may be None even for a non-None tangent
 MAYBE_RESULT = {support.item_of}
+#: primals linear in x plus a constant added to every output entry, the constant's
+#: parameter (name, position): x's tangent call reads it as 0, and the constant's
+#: own tangent is broadcast to the output (np.sum's initial=)
+OFFSETS = {np.sum: ("initial", 5)}
 
 
 @dataclass
@@ -82,7 +86,11 @@ def op_tangent(
         )
         if part is not None:
             parts.append(part)
-    return combine(ff, parts, rule.container)
+    tangent = combine(ff, parts, rule.container)
+    if tangent is not None and _casts(rule, op):
+        expr = call(ff.rule_ref(shapes.float_part), tangent.expr, name(ans))
+        tangent = Tangent(expr, tangent.state, tangent.holey)
+    return tangent
 
 
 def combine(ff, parts: list[Tangent], container: bool) -> Tangent | None:
@@ -131,7 +139,12 @@ def _contribution(
     """Operand i's contribution ``J_i t`` to the tangent of ``ans``."""
     kind = rule.kind
     if kind == "linear":
+        if OFFSETS.get(rule.primal, (None, None))[1] == i:
+            expr = call(ff.rule_ref(tangents.broadcast_like), t.expr, name(ans))
+            return Tangent(expr, SET, alias=True)
         expr = op.rebuild(_replaced(op.args, i, t.expr))
+        _zero_offset(rule, op, expr)
+        _layout_order(ff, rule, op, expr)
         maybe = rule.none_ok and (t.state != SET or rule.primal in MAYBE_RESULT)
         if rule.primal in HOLES_OK:
             maybe = maybe or t.holey
@@ -175,6 +188,60 @@ def _contribution(
         return _written(ff, rule, op, i, t.expr, ans)
     expr.keywords = rest
     return Tangent(expr, SET, rule.container)
+
+
+def _zero_offset(rule: TangentRule, op: Op, expr: ast.expr) -> None:
+    """Read a linear primal's additive constant (``OFFSETS``) as 0 in ``expr``."""
+    offset = OFFSETS.get(rule.primal)
+    if offset is None or not isinstance(expr, ast.Call):
+        return
+    keyword, position = offset
+    for k in expr.keywords:
+        if k.arg == keyword:
+            k.value = const(0)
+    # the method form (x.sum(...)) has the receiver outside its positional arguments
+    position -= len(op.args) - len(expr.args)
+    if 0 <= position < len(expr.args):
+        expr.args[position] = const(0)
+
+
+#: primals taking a dtype, at this position among the operands (a method's
+#: receiver first) or as a keyword: one that is no float makes the result
+#: piecewise constant (np.asarray(x, dtype=int), np.sum(x, dtype=int))
+DTYPE_AT = {
+    np.array: 1, np.asarray: 1, np.asanyarray: 1, np.ascontiguousarray: 1,
+    np.asfortranarray: 1, np.asarray_chkfinite: 1, np.sum: 2, np.mean: 2,
+    np.nansum: 2, np.nanmean: 2, np.prod: 2, np.cumsum: 2, np.cumprod: 2,
+    np.trace: 4, np.full: 2, np.full_like: 2, np.linspace: 5, np.arange: 3,
+}  # fmt: skip
+if hasattr(np, "cumulative_sum"):
+    DTYPE_AT[np.cumulative_sum] = 9  # dtype= by keyword only
+
+
+def _casts(rule: TangentRule, op: Op) -> bool:
+    """Whether the call passes a dtype that may be no float: its tangent is then
+    zero where the result is not float (shapes.float_part), not t cast."""
+    at = DTYPE_AT.get(rule.primal)
+    return at is not None and ("dtype" in op.kwargs or len(op.args) > at)
+
+
+def _layout_order(ff, rule: TangentRule, op: Op, expr: ast.expr) -> None:
+    """order='A' or 'K' of a reshape/ravel reads x in the order of x's layout,
+    which its tangent need not share: the tangent is read in x's order."""
+    if rule.primal not in (np.reshape, np.ravel) or not isinstance(expr, ast.Call):
+        return
+    values = [*expr.args, *(k.value for k in expr.keywords)]
+    for v in values:
+        if isinstance(v, ast.Constant) and v.value in ("A", "K"):
+            resolved = call(
+                ff.rule_ref(shapes.memory_order),
+                copy.deepcopy(op.args[0]),
+                const(v.value),
+            )
+            for k in expr.keywords:
+                if k.value is v:
+                    k.value = resolved
+            expr.args = [resolved if a is v else a for a in expr.args]
 
 
 def _kw(op: Op) -> list[ast.keyword]:

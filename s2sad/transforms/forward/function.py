@@ -285,6 +285,9 @@ def field_tangent(ff: FunctionForward, v: ast.expr) -> Tangent | None:
     if properties.array_view_read(v, ff.parsed.example_args):  # x.flat: refused
         ff.fail(v, *properties.array_view_problem(v))
         return Tangent(const(None), MAYBE)  # (the compile fails)
+    if properties.derived_field_read(v, ff.parsed.example_args):  # init=False
+        ff.fail(v, *properties.derived_field_problem(v))
+        return Tangent(const(None), MAYBE)  # (the compile fails)
     helper = ff.rule_ref(pytrees.field_tangent)
     t = call(helper, name(ff.t(v.value.id)), name(v.value.id), const(v.attr))
     return Tangent(t, MAYBE)
@@ -311,4 +314,25 @@ def rule_tangent(
                 missing=True,
             )
         return None
+    _untangented(ff, rule, op)
     return op_tangent(ff, rule, op, x, pre)
+
+
+def _untangented(ff: FunctionForward, rule: tangents.TangentRule, op: Op) -> None:
+    """Refuse a differentiated operand after a reduction's first (np.prod's and
+    np.max's initial): the reduction rule pushes only the first's tangent, so the
+    other's would be dropped.  (Written rules' other positions are mostly shapes
+    and indices that emitted code passes along with the values they came from.)"""
+    for i, a in enumerate(op.args):
+        if not (isinstance(a, ast.Name) and ff.st(a.id) != NONE):
+            continue
+        if rule.kind != "reduction" or i == 0:
+            continue
+        ff.fail(
+            op.node,
+            f"no tangent rule for argument {i + 1} of {rule.name}, which depends "
+            f"on the differentiated inputs ('{a.id}')",
+            "compute it from constants, or register a tangent rule for that "
+            "argument: @s2sad.runtime.tangents.tangent(fn, argnum=i)",
+            missing=True,
+        )

@@ -21,6 +21,7 @@ inputs are differentiated is refused by activity (front/activity.py).
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 import numpy as np
@@ -31,15 +32,7 @@ from s2sad.transforms.front.parse import MISSING
 
 
 def _numpy_function(func: ast.expr, env: Any) -> bool:
-    path = []
-    while isinstance(func, ast.Attribute):
-        path.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return False
-    obj = env.lookup(func.id)
-    for attr in reversed(path):
-        obj = getattr(obj, attr, MISSING)
+    obj = _resolve(func, env)
     if isinstance(obj, np.ufunc):
         return True
     module = getattr(obj, "__module__", None) or ""
@@ -109,9 +102,88 @@ class _Rewriter(ast.NodeTransformer):
     visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
 
 
+def _drop_default_out(node: ast.AST, env: Any) -> None:
+    """``out=None`` (NumPy's default: a new array) dropped from NumPy calls and
+    array methods, whose rules take no ``out``: np.tanh(x, out=None)."""
+    for call in walk(node):
+        if not isinstance(call, ast.Call) or not any(
+            k.arg == "out"
+            and isinstance(k.value, ast.Constant)
+            and k.value.value is None
+            for k in call.keywords
+        ):
+            continue
+        func = call.func
+        method = isinstance(func, ast.Attribute) and hasattr(np.ndarray, func.attr)
+        if method or _numpy_function(func, env):
+            call.keywords = [
+                k
+                for k in call.keywords
+                if not (k.arg == "out" and isinstance(k.value, ast.Constant))
+            ]
+
+
+#: ufunc keywords that do not change a float result's value
+_UFUNC_NEUTRAL = ("casting", "order", "subok")
+
+
+def _ufunc_keywords(node: ast.AST, env: Any) -> None:
+    """A ufunc's own keywords, which its rule takes no part in: ``casting=``,
+    ``order=`` and ``subok=`` dropped, and ``dtype=D`` (the loop's type) read
+    as the inputs cast to D: ``np.exp(np.asarray(x, dtype=D))``, so an integer
+    D has the zero derivative of the cast."""
+    for call in walk(node):
+        if not (
+            isinstance(call, ast.Call)
+            and any(k.arg in (*_UFUNC_NEUTRAL, "dtype") for k in call.keywords)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(_resolve(call.func, env), np.ufunc)
+        ):
+            continue
+        dtype = [k.value for k in call.keywords if k.arg == "dtype"]
+        call.keywords = [
+            k for k in call.keywords if k.arg not in (*_UFUNC_NEUTRAL, "dtype")
+        ]
+        if not dtype:
+            continue
+        numpy = call.func.value  # np of np.exp: the module the ufunc came from
+        if _resolve(numpy, env) is not np:
+            call.keywords.append(ast.keyword(arg="dtype", value=dtype[0]))
+            continue  # (its rule refuses the keyword)
+        call.args = [
+            copy_loc(
+                ast.Call(
+                    func=ast.Attribute(
+                        value=copy.deepcopy(numpy), attr="asarray", ctx=ast.Load()
+                    ),
+                    args=[a],
+                    keywords=[ast.keyword(arg="dtype", value=copy.deepcopy(dtype[0]))],
+                ),
+                a,
+            )
+            for a in call.args
+        ]
+
+
+def _resolve(func: ast.expr, env: Any) -> Any:
+    """The object a dotted name refers to (MISSING if none)."""
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return MISSING
+    obj = env.lookup(func.id)
+    for attr in reversed(path):
+        obj = getattr(obj, attr, MISSING)
+    return obj
+
+
 def run(parsed: Any) -> None:
     """Rewrite the function's ``out=`` calls (see the module docstring)."""
     node = parsed.node
+    _drop_default_out(node, parsed.env)
+    _ufunc_keywords(node, parsed.env)
     local = {a.arg for a in walk(node.args) if isinstance(a, ast.arg)} | {
         n.id
         for n in walk(node)

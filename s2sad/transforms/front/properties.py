@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import collections
 import copy
+import dataclasses
 import functools
 import types
 from typing import Any
@@ -139,3 +140,45 @@ def array_view_problem(v: ast.Attribute) -> tuple[str, str]:
         f"'.{v.attr}' attribute, which s2sad does not differentiate"
     )
     return what, "index or reshape the array itself (x.ravel()[k] for x.flat[k])"
+
+
+def derived_field_read(v: ast.Attribute, examples: dict) -> bool:
+    """Whether ``x.attr`` of a differentiated dataclass ``x`` reads a float field
+    with ``init=False`` (set in ``__post_init__``, from the init fields as a
+    rule): no pytree child, so its cotangent and tangent would be dropped and
+    the fields it is computed from would miss their share, silently."""
+    if not isinstance(v.value, ast.Name):
+        return False
+    obj = examples.get(v.value.id, MISSING)
+    if obj is MISSING or isinstance(obj, type) or not dataclasses.is_dataclass(obj):
+        return False
+    return any(
+        f.name == v.attr and not f.init and _holds_floats(getattr(obj, f.name, None))
+        for f in dataclasses.fields(obj)
+    )
+
+
+def _holds_floats(x: Any) -> bool:
+    """A float, a float array, or a container holding one."""
+    if isinstance(x, dict):
+        return any(map(_holds_floats, x.values()))
+    if isinstance(x, (list, tuple)):
+        return any(map(_holds_floats, x))
+    return isinstance(x, float) or getattr(getattr(x, "dtype", None), "kind", "") in (
+        "f",
+        "c",
+    )
+
+
+def derived_field_problem(v: ast.Attribute) -> tuple[str, str]:
+    """The refusal of :func:`derived_field_read`: what and the hint."""
+    what = (
+        f"'{ast.unparse(v)}' reads a field with init=False of a differentiated "
+        "dataclass: not one of its leaves, so s2sad cannot tell how it depends on "
+        "the others (set in __post_init__)"
+    )
+    hint = (
+        "make it a @property computed from the init fields (s2sad differentiates "
+        "its getter), or an init field of its own"
+    )
+    return what, hint

@@ -35,6 +35,7 @@ from s2sad.transforms.inline import (
     bool_arithmetic,
     definite_positions,
     instantiate,
+    shortest_return,
 )
 from s2sad.transforms.lattice import MAYBE, NONE, SET
 from s2sad.transforms.reverse.likes import F64
@@ -206,11 +207,19 @@ class RuleCalls:
                 value=rule_call, slice=const(wanted[0]), ctx=ast.Load()
             )
             return exprs
-        if n > _named_params(rule.adjoint):
+        short = shortest_return(rule.adjoint)
+        if n > _named_params(rule.adjoint) or (short is not None and short < n):
             rule_call = call(self.helper("pad"), rule_call, const(n))
         cts, self.direct_assigned = self._unpack_names(args, wanted, rule.broadcasts)
-        target = ast.Tuple(elts=[name(c, store=True) for c in cts], ctx=ast.Store())
-        if len(cts) > _named_params(rule.adjoint) or n < _named_params(rule.adjoint):
+        kept = cts
+        if short is None:  # a rule's own length unknown: unpack up to the last wanted
+            kept = cts[: max(wanted) + 1]
+        target = ast.Tuple(elts=[name(c, store=True) for c in kept], ctx=ast.Store())
+        if (
+            len(kept) < n
+            or len(cts) > _named_params(rule.adjoint)
+            or n < _named_params(rule.adjoint)
+        ):
             target.elts.append(
                 ast.Starred(value=name("_", store=True), ctx=ast.Store())
             )

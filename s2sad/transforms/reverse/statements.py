@@ -247,6 +247,8 @@ class FunctionReverser(RuleCalls):
             if fn is None and isinstance(v.value, ast.Name) and self.needs(v.value):
                 if properties.array_view_read(v, examples):  # x.flat: refused
                     self.fc.fail(v, *properties.array_view_problem(v))
+                if properties.derived_field_read(v, examples):  # init=False
+                    self.fc.fail(v, *properties.derived_field_problem(v))
                 # a field of a pytree argument (namedtuple, dataclass, registered
                 # class): its cotangent is {field: g}, which finalize turns into
                 # the argument's type (s2sad.runtime.pytrees)
