@@ -1,7 +1,8 @@
 """``out=None`` (NumPy's default: the result is a new array) on a NumPy call or
 an array method: the gradient refused it as an out= write of differentiated
 values, and, past that, the rules took no ``out`` keyword (a TypeError in the
-backward pass).  The keyword is dropped (front/outarg.py)."""
+backward pass).  The keyword is dropped (front/outarg.py), and so is a ufunc's
+``out`` given by position (``np.add(x, y, None)``)."""
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ def defaults(x, y):
         + np.sum(np.tanh(x, out=None))
         + x.sum(out=None) * np.mean(y, out=None)
         + np.sum(np.cumsum(x, axis=-1, out=None) * y)
+        + np.sum(np.add(x, y * 2.0, None) ** 2)  # out by position
+        + np.sum(np.sin(y, None) * x)
     )
 
 

@@ -106,6 +106,8 @@ def _drop_default_out(node: ast.AST, env: Any) -> None:
     """``out=None`` (NumPy's default: a new array) dropped from NumPy calls and
     array methods, whose rules take no ``out``: np.tanh(x, out=None)."""
     for call in walk(node):
+        if isinstance(call, ast.Call) and _positional_none_out(call, env):
+            call.args = call.args[:-1]  # np.add(x, y, None): out given by position
         if not isinstance(call, ast.Call) or not any(
             k.arg == "out"
             and isinstance(k.value, ast.Constant)
@@ -121,6 +123,16 @@ def _drop_default_out(node: ast.AST, env: Any) -> None:
                 for k in call.keywords
                 if not (k.arg == "out" and isinstance(k.value, ast.Constant))
             ]
+
+
+def _positional_none_out(call: ast.Call, env: Any) -> bool:
+    """A ufunc called with one positional argument more than its inputs, a
+    None: its ``out`` (np.tanh(x, None))."""
+    last = call.args[-1] if call.args else None
+    if not (isinstance(last, ast.Constant) and last.value is None):
+        return False
+    obj = _resolve(call.func, env)
+    return isinstance(obj, np.ufunc) and len(call.args) == obj.nin + 1
 
 
 #: ufunc keywords that do not change a float result's value
