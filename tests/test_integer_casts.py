@@ -32,13 +32,23 @@ def float_casts(x):
     return np.sum(x * np.asarray(x, dtype=float)) + np.sum(np.array(x, np.float64) ** 3)
 
 
+def scalar_types(x):
+    # np.int64(...) and kin of a number, and a matrix's rank: piecewise constant
+    # (each of a single entry: the points keep off the integer steps, sums may not)
+    k = np.int64(x.ravel()[0]) + np.int32(np.max(x)) + np.uint8(np.abs(x).max())
+    r = np.linalg.matrix_rank(x.reshape(x.shape[0], -1))
+    return np.sum(x**2) * (k + 1) + np.sum(x) * r + np.sum(x) * np.bool_(np.min(x) > 0)
+
+
 def _points(shape, seed):
     rng = np.random.default_rng(seed)
     # k + 0.3 or k + 0.7: central differences stay off the integer steps
     return rng.integers(-3, 3, shape) + rng.choice([0.3, 0.7], shape)
 
 
-@pytest.mark.parametrize("f", [astype_int, astype_bool, asarray_int, float_casts])
+@pytest.mark.parametrize(
+    "f", [astype_int, astype_bool, asarray_int, float_casts, scalar_types]
+)
 @pytest.mark.parametrize("shape", [(4,), (2, 3), (2, 1, 3)])
 def test_casts(f, shape):
     x = _points(shape, len(shape))

@@ -412,6 +412,10 @@ NONDIFFERENTIABLE = (
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,
     np.left_shift, np.right_shift, np.gcd, np.lcm,
     np.imag,  # of real values (s2sad differentiates no complex ones): zeros
+    # integers and booleans made from numbers: piecewise constant
+    np.int8, np.int16, np.int32, np.int64, np.intp, np.uint8, np.uint16,
+    np.uint32, np.uint64, np.bool_,
+    np.linalg.matrix_rank,
 )  # fmt: skip
 nondifferentiable(*NONDIFFERENTIABLE)
 # the backend helpers rules call (runtime/backend.py): tests and constant masks
