@@ -25,6 +25,7 @@ from s2sad import locate  # registers the line table's parser for the runtime
 from s2sad.binding import (
     FLOAT_ERRORS,
     CallBinding,
+    argnums_range_message,
     argnums_tuple,
     argument_classes,
     check_differentiable,
@@ -251,9 +252,8 @@ class GradientFunction(CompiledModule):
         values = self._bind(args, kwargs)
         for i in self._argnums:
             if i >= len(values):
-                raise IndexError(
-                    f"argnums={i} but {self.fun.__name__} takes {len(values)} arguments"
-                )
+                n, sig = len(values), self._call.signature
+                raise IndexError(argnums_range_message(self.fun, i, n, sig))
             v = values[i]
             if not (
                 type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")

@@ -97,6 +97,18 @@ def _type_name(value: Any, depth: int = 3) -> str:
     return out + "{" + ",".join(inner) + "}" if inner else out
 
 
+def argnums_range_message(fn: Any, i: int, n: int, signature: Any) -> str:
+    """The IndexError's text for an ``argnums`` entry past the arguments."""
+    text = f"argnums={i} but {getattr(fn, '__name__', fn)} takes {n} arguments"
+    star = [p.name for p in signature.parameters.values() if p.kind is p.VAR_POSITIONAL]
+    if star:
+        text += (
+            f" (*{star[0]} counts as one, and s2sad differentiates no *args "
+            "parameter: list the parameters, or pass the arrays as one tuple)"
+        )
+    return text
+
+
 def argument_classes(values: Any, depth: int = 3) -> tuple:
     """The user classes of the objects among ``values`` and in their
     attributes, lists, tuples and dicts (the classes whose methods and

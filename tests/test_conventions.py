@@ -248,3 +248,21 @@ def test_a_built_wheel_installs_and_runs_the_demo_in_a_clean_venv(tmp_path):
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "epoch 1" in demo.stdout
     assert textwrap.dedent(demo.stdout).count("\n") >= 2
+
+
+def test_argnums_past_a_star_args_parameter_says_so():
+    """``f(*xs)`` binds its arrays into one argument: argnums=1 is past it,
+    and the message names the *args parameter s2sad does not differentiate."""
+    import numpy as np
+    import pytest
+
+    import s2sad
+
+    def total(*xs):
+        return sum(np.sum(x**2) for x in xs)
+
+    with pytest.raises(IndexError) as info:
+        s2sad.grad(total, argnums=(0, 1))(np.ones(2), np.ones(2))
+    text = str(info.value)
+    assert "argnums=1 but total takes 1 arguments" in text
+    assert "*xs counts as one" in text and "no *args parameter" in text
