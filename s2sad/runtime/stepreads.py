@@ -128,14 +128,14 @@ def step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
 
 
 #: entries of one step's product up to which ``stepwise_ahead`` computes all
-#: steps at once with ``stepwise_matmul``, in ``x``'s own layout, where it
-#: cannot make them time-major (see ``StepProducts``).  Above it, the steps'
-#: products are a ``StepProducts`` in ``x``'s own layout where that needs no
-#: copy (``OWN_LAYOUT``), else each step's own product (a contiguous array):
-#: measured on rnn_mnist's (100, 196) @ (196, 64) steps before the backward
-#: sweep stacked the steps' cotangents (``stepstacks``), one product per step
-#: ran the whole gradient about 3% faster than strided reads of a
-#: batch-major stacked product
+#: steps at once, in ``x``'s own layout, where it cannot make them time-major
+#: (see ``StepProducts``).  Above it each step's own product (a contiguous
+#: array) is as fast.  Measured on rnn_mnist's (100, 196) @ (196, 64) steps:
+#: one product per step ran the whole gradient about 3% faster than strided
+#: reads of a batch-major stacked product; in session 9, with the backward
+#: sweep's w cotangent stacked too (one x.T @ stack after the loop), 2% slower
+#: through these runtime helpers, though 4% faster written inline in the
+#: module (docs/results.md): emitting that layout inline is the way to it.
 AHEAD_ENTRIES = 2048
 
 
@@ -153,62 +153,21 @@ AHEAD_ENTRIES = 2048
 TIME_MAJOR_ENTRIES = 4096
 
 
-#: above ``AHEAD_ENTRIES``, whether ``stepwise_ahead`` computes the steps'
-#: products at once in ``x``'s own layout where that needs no copy (a
-#: contiguous ``x`` whose steps the range covers), rather than each step's
-#: own product in the loop.  What it would buy is the backward sweep's: one
-#: ``x.T @ stack`` for ``w`` after the loop instead of a product and an add a
-#: step.  Off: on rnn_mnist (4 steps of (100, 196) @ (196, 64), float32, one
-#: thread, 61 interleaved rounds) a hand edit of the emitted module doing
-#: this inline ran the whole gradient 0.96x the time of each step's own
-#: product, but through these helpers (``stepwise_ahead``, ``step_product``,
-#: ``stack_step``, ``stacked_product``) 1.02x: their calls cost more than
-#: the fewer products save.  Emitting the layout inline is the way to that
-#: 4%; the helpers stay, tested with this on.
-OWN_LAYOUT = False
-
-
-def step_views(a: np.ndarray, axis: int | None) -> list:
-    """``[a[(:,) * axis + (t,)] for each step t]`` (axis None: ``a[t]``), made
-    by iterating over ``a`` with the step axis first (the views, in C)."""
-    if not axis:
-        return list(a)
-    order = (axis, *range(axis), *range(axis + 1, a.ndim))
-    return list(a.transpose(order))
-
-
 class StepProducts:
-    """Every step's product (what ``stepwise_ahead`` returns where it can).
-
-    Time-major (``axis`` None): ``prod[t]`` is step ``t``'s product, a
-    contiguous slab, and ``rows`` holds ``x``'s steps copied once,
-    time-major, as one matrix (step ``t``'s rows are ``rows[t * k : (t + 1)
-    * k]``, ``k`` rows a step).  In ``x``'s own layout (``axis``: the step
-    axis, where ``x`` is contiguous and the steps cover that axis: no copy),
-    ``prod`` has ``x``'s shape but for its last axis, step ``t``'s product is
-    ``prod[(:,) * axis + (t,)]`` and ``rows`` is ``x`` itself as a matrix.
-    Either way ``prod`` is one ``rows @ w``, and the backward sweep's ``w``
-    cotangent of several steps is one ``rows.T @ stack``, the steps'
-    cotangents stacked in ``prod``'s layout (``stack_step``,
+    """Every step's product, time-major (what ``stepwise_ahead`` returns where
+    it can): ``prod[t]`` is step ``t``'s product, a contiguous slab, and
+    ``rows`` holds ``x``'s steps copied once, time-major, as one matrix (step
+    ``t``'s rows are ``rows[t * k : (t + 1) * k]``, ``k`` rows a step), so
+    that ``prod`` is one ``rows @ w`` and the backward sweep's ``w``
+    cotangent of several steps is one ``rows.T @ stack`` (``stack_step``,
     ``stacked_product``).  A negative step counts from the end (the steps
     then cover all of ``x``'s axis)."""
 
-    __slots__ = ("axis", "prod", "rows", "views")
+    __slots__ = ("prod", "rows")
 
-    def __init__(self, prod: np.ndarray, rows: np.ndarray, axis: int | None = None):
+    def __init__(self, prod: np.ndarray, rows: np.ndarray):
         self.prod = prod
         self.rows = rows
-        self.axis = axis
-        #: each step's product, a view made once (the loop reads them by position)
-        self.views = step_views(prod, axis)
-
-    def steps(self) -> int:
-        """How many steps ``prod`` holds."""
-        return len(self.prod) if self.axis is None else self.prod.shape[self.axis]
-
-    def at(self, t: Any) -> Any:
-        """The index of step ``t`` in an array of ``prod``'s layout."""
-        return t if self.axis is None else _index(self.axis, t)
 
 
 #: arrays ``scratch`` keeps for reuse, per thread (at most ``SCRATCH`` each,
@@ -253,43 +212,17 @@ def scratch(shape: tuple, dtype: Any) -> np.ndarray:
     return a
 
 
-def _matrices(x: Any, w: Any, steps: Any) -> bool:
-    """Whether ``x`` and ``w`` are arrays of one float dtype, ``w`` a matrix,
-    and the steps a range (what a ``StepProducts`` needs)."""
-    return (
+def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
+    """``StepProducts`` of ``x``'s steps times ``w`` (matrices of one float
+    dtype, the steps a range), or None where that does not apply."""
+    if not (
         type(x) is np.ndarray
         and type(w) is np.ndarray
         and type(steps) is range
         and w.ndim == 2
         and x.dtype == w.dtype
         and x.dtype.kind == "f"
-    )
-
-
-def _own_layout(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
-    """``StepProducts`` in ``x``'s own layout (no copy): for a contiguous
-    ``x`` whose steps along ``axis`` (not the first: that is time-major
-    already, nor the last) the range covers; else None."""
-    if not (
-        tiles is None
-        and _matrices(x, w, steps)
-        and 0 < axis < x.ndim - 1
-        and x.flags.c_contiguous
-        and x.shape[-1] == w.shape[0]
-        and x.size
-        and _steps.reach(steps, x.shape[axis]) == x.shape[axis]
     ):
-        return None
-    rows = x.reshape(-1, x.shape[-1])  # a view
-    prod = scratch((rows.shape[0], w.shape[1]), x.dtype)
-    np.matmul(rows, w, out=prod)
-    return StepProducts(prod.reshape(x.shape[:-1] + (w.shape[1],)), rows, axis)
-
-
-def _time_major(x: Any, w: Any, axis: int, steps: Any, tiles: Any) -> Any:
-    """``StepProducts`` of ``x``'s steps times ``w`` (matrices of one float
-    dtype, the steps a range), or None where that does not apply."""
-    if not _matrices(x, w, steps):
         return None
     if tiles is not None:
         x = _steps.tiled(x, axis, steps, tiles)  # step t: index t along axis
@@ -352,7 +285,7 @@ def stepwise_ahead(
         if ahead is not None:
             return ahead
     if entries > AHEAD_ENTRIES:
-        return _own_layout(x, w, axis, steps, tiles) if OWN_LAYOUT else None
+        return None
     return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
 
 
@@ -371,7 +304,7 @@ def step_product(
     backward sweep runs one ``x_t.T @ g`` a step for ``w``, and scatters
     nothing into a cotangent of ``prod``)."""
     if type(prod) is StepProducts:
-        return prod.views[t]
+        return prod.prod[t]
     if prod is not None:
         return prod[_index(axis, t)]
     xt = x[_index(axis, t)] if tiles is None else step_of(x, axis, t, tiles)

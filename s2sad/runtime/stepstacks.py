@@ -8,10 +8,10 @@ t)[0])`` (one ``x_t.T @ g`` product a step) into::
     g_w = accumulate(g_w, stacked_product(g_w_steps, R))      # after it
 
 Where ``R`` is a ``stepreads.StepProducts`` (the steps made time-major before
-the loop, or computed in ``x``'s own layout) each step's ``g`` is copied into
-a stack of ``R``'s layout and ``stacked_product`` runs one ``rows.T @
-stack``; else (each step's own product) the sum is an array, one ``x_t.T @
-g`` added a step into a workspace buffer, as before the pass.
+the loop) each step's ``g`` is copied into a time-major stack (a contiguous
+slab) and ``stacked_product`` runs one ``rows.T @ stack``; else (each step's
+own product) the sum is an array, one ``x_t.T @ g`` added a step into a
+workspace buffer, as before the pass.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ class StepStack:
     """The backward sweep's cotangents of a loop's ``step_product`` for
     ``w``, held (``stack_step``) until one product after the loop sums them
     (``stacked_product``): ``g[j]`` is step ``j``'s cotangent of the product
-    (in ``StepProducts.prod``'s layout), ``filled[j]`` whether it was
+    (time-major, as ``StepProducts.prod``), ``filled[j]`` whether it was
     written, ``count`` how many were and ``lo``, ``hi`` the first and one
     past the last; ``rest`` the sum of the cotangents of any step that could
     not be stacked (another shape or dtype), computed one step at a time."""
 
-    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest", "views")
+    __slots__ = ("count", "filled", "g", "hi", "lo", "mine", "rest")
 
     def __init__(self) -> None:
-        self.g = self.filled = self.rest = self.views = None
+        self.g = self.filled = self.rest = None
         self.count = self.hi = 0
         self.lo = -1
         self.mine = False  # whether ``rest`` is an array of the stack's own
@@ -67,22 +67,6 @@ def stack_step(
     workspace buffer for it, as ``accumulate``'s)."""
     if g is None:
         return stack
-    if (  # the stack made at an earlier step, a step not written yet: a copy
-        type(stack) is StepStack
-        and type(t) is int
-        and type(g) is np.ndarray
-        and stack.views is not None
-        and 0 <= t < len(stack.views)
-        and not stack.filled[t]
-    ):
-        view = stack.views[t]
-        if g.shape == view.shape and g.dtype == view.dtype:
-            view[...] = g
-            stack.filled[t] = True
-            stack.count += 1
-            stack.lo = min(stack.lo, t)
-            stack.hi = max(stack.hi, t + 1)
-            return stack
     if (  # each step's own product (no StepProducts), matrices of one float
         # dtype: the sum itself, x_t.T @ g added in, without further calls
         prod is None
@@ -114,23 +98,20 @@ def stack_step(
             return part if stack is None else np.add(stack, part, out=part)
     if type(prod) is _reads.StepProducts and type(g) is np.ndarray:
         slabs = prod.prod
-        n = len(prod.views)
-        if n and g.shape == prod.views[0].shape and g.dtype == slabs.dtype:
+        if g.shape == slabs.shape[1:] and g.dtype == slabs.dtype:
             if type(stack) is not StepStack:
                 stack = _stack_of(stack)
             j = t if type(t) is int else operator.index(t)
             if j < 0:
-                j += n
+                j += len(slabs)
             buf = stack.g
             if buf is None:
                 buf = stack.g = _reads.scratch(slabs.shape, slabs.dtype)
-                stack.filled = [False] * n
-                stack.views = _reads.step_views(buf, prod.axis)
-            at = prod.at(j)
+                stack.filled = [False] * len(slabs)
             if stack.filled[j]:  # (a step visited twice: its cotangents add)
-                np.add(buf[at], g, out=buf[at])
+                np.add(buf[j], g, out=buf[j])
                 return stack
-            buf[at] = g
+            buf[j] = g
             stack.filled[j] = True
             stack.count += 1
             if stack.lo < 0 or j < stack.lo:
@@ -180,8 +161,6 @@ def stacked_product(stack: Any, prod: Any) -> Any:
     if type(stack) is not StepStack:  # the sum itself (or None: no step)
         return stack
     total = stack.rest
-    if stack.count and prod.axis is not None:  # in x's own layout
-        return add(total, _own_layout_product(stack, prod))
     if stack.count:
         rows, g, lo, hi = prod.rows, stack.g, stack.lo, stack.hi
         per = rows.shape[0] // max(len(g), 1)  # rows of one step
@@ -199,29 +178,6 @@ def stacked_product(stack: Any, prod: Any) -> Any:
                         rows[j * per : (j + 1) * per].T, _steps.as_matrix(g[j])
                     )
                     total = add(total, part)
-    return total
-
-
-def _own_layout_product(stack: StepStack, prod: Any) -> np.ndarray:
-    """``stacked_product``'s sum where the steps are in ``x``'s own layout:
-    one ``rows.T @ stack`` over all steps (the steps the loop did not visit
-    zeroed), when it visited at least half of them; else one product a
-    visited step."""
-    g, n, rows = stack.g, prod.steps(), prod.rows
-    if 2 * stack.count >= n:
-        for j in range(n):
-            if not stack.filled[j]:
-                g[prod.at(j)] = 0
-        # (a kept array: reused once nobody holds the gradient, no allocation)
-        out = _reads.scratch((rows.shape[1], g.shape[-1]), g.dtype)
-        return np.matmul(rows.T, g.reshape(-1, g.shape[-1]), out=out)
-    x = rows.reshape(prod.prod.shape[:-1] + (rows.shape[-1],))
-    total = None
-    for j in range(n):
-        if stack.filled[j]:
-            at = prod.at(j)
-            part = np.matmul(_steps.as_matrix(x[at]).T, _steps.as_matrix(g[at]))
-            total = part if total is None else np.add(total, part, out=total)
     return total
 
 

@@ -44,15 +44,13 @@ def _rnn_args(r, n=6):
     )
 
 
-@pytest.fixture(params=["each step", "own layout", "ahead", "time-major"])
+@pytest.fixture(params=["each step", "ahead", "time-major"])
 def ahead(request, monkeypatch):
     """Each step's own product (AHEAD_ENTRIES and TIME_MAJOR_ENTRIES below any
-    size, OWN_LAYOUT off), a StepProducts in x's own layout where x allows it
-    (OWN_LAYOUT), all ahead in x's layout (stepwise_matmul), or all ahead
-    time-major (StepProducts)."""
-    below = request.param in ("each step", "own layout")
-    monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1 if below else 1 << 40)
-    monkeypatch.setattr(stepreads, "OWN_LAYOUT", request.param == "own layout")
+    size), all ahead in x's layout, or all ahead time-major (StepProducts)."""
+    monkeypatch.setattr(
+        stepreads, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
+    )
     monkeypatch.setattr(
         stepreads,
         "TIME_MAJOR_ENTRIES",
@@ -139,7 +137,7 @@ def test_forward_mode_and_second_order(ahead):
     np.testing.assert_allclose(hv, (gp - gm) / (2 * eps), rtol=1e-5, atol=1e-7)
 
 
-def test_step_product_runtime(monkeypatch):
+def test_step_product_runtime():
     r = np.random.default_rng(7)
     x, w = r.normal(size=(3, 4, 2)), r.normal(size=(2, 5))
     prod = steps.stepwise_matmul(x, w, 1, range(4))
@@ -163,13 +161,4 @@ def test_step_product_runtime(monkeypatch):
     # ahead only when a step's product is small
     assert type(stepreads.stepwise_ahead(x, w, 1, range(4))) is stepreads.StepProducts
     big = np.zeros((1000, 4, 2))
-    assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None  # (OWN_LAYOUT off)
-    # a large step, OWN_LAYOUT on: in x's own layout where that needs no
-    # copy, else each step's own product
-    monkeypatch.setattr(stepreads, "OWN_LAYOUT", True)
-    own = stepreads.stepwise_ahead(big, w, 1, range(4))
-    assert type(own) is stepreads.StepProducts and own.axis == 1
-    assert own.rows.base is big or own.rows.base is big.base  # no copy
-    assert stepreads.stepwise_ahead(big, w, 1, range(3)) is None  # not covered
-    strided = np.zeros((2000, 4, 2))[::2]
-    assert stepreads.stepwise_ahead(strided, w, 1, range(4)) is None
+    assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None

@@ -27,15 +27,12 @@ def _buffered(buffer_everything):
     """Workspaces for every size (the buffered code runs on small shapes)."""
 
 
-@pytest.fixture(params=["time-major", "own layout", "each step"])
+@pytest.fixture(params=["time-major", "each step"])
 def layout(request, monkeypatch):
-    """Steps made time-major at any size, or never: in x's own layout where
-    x allows it (a contiguous x whose steps the loop covers), or each step's
-    own product."""
+    """Steps made time-major at any size, or never (each step's own product)."""
     big = request.param == "time-major"
     monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40 if big else -1)
     monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
-    monkeypatch.setattr(stepreads, "OWN_LAYOUT", request.param != "each step")
     return request.param
 
 
@@ -202,20 +199,15 @@ def _per_step(g, x, axis, t):
 @pytest.mark.parametrize(
     "order", [[3, 2, 1, 0], [5, 3, 1], [0, 7], [2, 2, 1], [-1, -2]]
 )
-@pytest.mark.parametrize("own", [False, True], ids=["time-major", "own layout"])
-def test_stacked_product_runtime(order, own, monkeypatch):
+def test_stacked_product_runtime(order, monkeypatch):
     """Dense steps (one product), steps with gaps (zeros between), sparse
     steps (one product each), a step visited twice, negative steps; a step
-    whose cotangent has another shape or dtype is differentiated at once.
-    Steps made time-major, or left in x's own layout."""
-    monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", -1 if own else 1 << 40)
-    monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
-    monkeypatch.setattr(stepreads, "OWN_LAYOUT", True)
+    whose cotangent has another shape or dtype is differentiated at once."""
+    monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40)
     rand = seeded_rand(8)
     x, w = rand(3, 8, 2, 4), rand(4, 5)
     prod = stepreads.stepwise_ahead(x, w, 1, range(8))
     assert type(prod) is stepreads.StepProducts
-    assert prod.axis == (1 if own else None)
     stack, want = None, np.zeros((4, 5))
     for t in order:
         np.testing.assert_allclose(
@@ -290,9 +282,9 @@ def test_sum_without_stack_into_buffer():
 
 
 def test_a_held_gradient_is_not_overwritten(layout):
-    """The weight cotangent one product makes after the loop is a kept scratch
-    array (no allocation a warm call): reused only once nobody holds it, so a
-    gradient the caller keeps survives the next calls."""
+    """The weight cotangent the stacked steps give after the loop (their
+    stack a kept scratch array) survives the next calls while the caller
+    holds it."""
     rand = seeded_rand(11)
     vg = s2sad.value_and_grad(peeled, argnums=(0, 1, 2))
     first = (rand(3, 5), rand(5, 5), rand(5), rand(4, 12))
