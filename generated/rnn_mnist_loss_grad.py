@@ -18,7 +18,7 @@ from s2sad.runtime.indexing import d_getitem
 from s2sad.runtime.nn import d_softmax_cross_entropy
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
-from s2sad.runtime.stepstacks import stack_step, stacked_product
+from s2sad.runtime.stepstacks import stacked_steps, step_stack
 from rnn_mnist import logits
 
 
@@ -195,7 +195,15 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
     g_params_item_1 = None
     g_params_item_2 = None
     g_params_item_3 = None
-    g_params_item_1_steps = None
+    g_params_item_1_stack = step_stack(
+        x_at_params_item_1,
+        x,
+        params_item_1,
+        1,
+        (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        r_rest,
+        r_first,
+    )
     g_params_item_3_steps = None
     for t in reversed(r_rest):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
@@ -236,24 +244,16 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_params_item_1_steps = stack_step(
-                g_params_item_1_steps,
-                g_matmul,
-                x_at_params_item_1,
-                x,
-                params_item_1,
-                1,
-                t,
-                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                out=ws.take("g_params_item_1_steps"),
-            )
+            g_params_item_1_stack[:, t] = g_matmul
+        else:
+            g_params_item_1_stack[:, t] = 0
         g_matmul = None
         matmul = tape.pop()
     t = t_old_1
     g_add_1 = None
     g_add_2 = None
     g_matmul = None
-    g_params_item_1_steps_1 = g_params_item_1_steps
+    g_params_item_1_stack_1 = g_params_item_1_stack
     g_params_item_3_steps_1 = g_params_item_3_steps
     for t in reversed(r_first):
         # grad of: h = np.tanh(xt @ params["Wx"] + h @ params["Wh"] + params["bh"])
@@ -282,21 +282,20 @@ def logits_backward(g_out, saved, ws=NO_WORKSPACE):
         g_matmul_1 = None
         matmul_1 = tape.pop()
         if g_matmul is not None:
-            g_params_item_1_steps_1 = stack_step(
-                g_params_item_1_steps_1,
-                g_matmul,
-                x_at_params_item_1,
-                x,
-                params_item_1,
-                1,
-                t,
-                (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
-                out=ws.take("g_params_item_1_steps_1"),
-            )
+            g_params_item_1_stack_1[:, t] = g_matmul
+        else:
+            g_params_item_1_stack_1[:, t] = 0
         g_matmul = None
         matmul = tape.pop()
-    g_params_item_1 = accumulate(
-        g_params_item_1, stacked_product(g_params_item_1_steps_1, x_at_params_item_1)
+    g_params_item_1 = stacked_steps(
+        g_params_item_1_stack_1,
+        x_at_params_item_1,
+        x,
+        params_item_1,
+        1,
+        (rnn_mnist.CHUNK, 0, rnn_mnist.CHUNK, rnn_mnist.CHUNK),
+        g_params_item_1,
+        out=ws.take("g_params_item_1"),
     )
     g_params_item_3 = accumulate(
         g_params_item_3,

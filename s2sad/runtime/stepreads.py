@@ -7,17 +7,18 @@ differentiated value, the ``hoist`` pass (``transforms/front/hoist.py``) writes:
     for t in r:
         matmul = step_product(x_at_w, x, w, 1, t)
 
-``stepwise_ahead`` copies ``x``'s steps time-major once and computes every
-step's product in one call (a ``StepProducts``: step ``t``'s product is a
-contiguous slab) when a step's product is small (``TIME_MAJOR_ENTRIES``),
-else None (``steps.stepwise_matmul``, in ``x``'s own layout, where it cannot
-be made time-major); ``step_product`` reads step ``t`` of it, or computes that
-step's own product.  Its rules differentiate it as ``x``'s step times ``w``,
-one step at a time: the backward sweep never builds a cotangent of the
-stacked product.  For ``w`` it runs one ``x_t.T @ g`` a step, or, in buffered
-code (the ``loopsums`` pass), stacks the steps' ``g`` time-major
-(``stepstacks.stack_step``) and runs one ``rows.T @ stack`` after the loop
-(``stepstacks.stacked_product``).
+``stepwise_ahead`` computes every step's product in one call: time-major
+when a step's product is small (a ``StepProducts``, ``x``'s steps copied
+once: step ``t``'s product is a contiguous slab, ``TIME_MAJOR_ENTRIES``),
+else in ``x``'s own layout (``steps.stepwise_matmul``) where a step's product
+is small or ``x``'s steps are one matrix without a copy (``own_rows``), else
+None; ``step_product`` reads step ``t`` of it, or computes that step's own
+product.  Its rules differentiate it as ``x``'s step times ``w``, one step at
+a time: the backward sweep never builds a cotangent of the stacked product.
+For ``w`` it runs one ``x_t.T @ g`` a step, or, in buffered code (the
+``loopsums`` pass), stacks the steps' ``g`` in the product's layout
+(``stepstacks.step_stack``, written inline) and runs one ``rows.T @ stack``
+after the loop (``stepstacks.stacked_steps``).
 
 ``sum_steps`` is the ``loopsums`` pass's helper (``transforms/reverse/
 loopsums.py``): a loop-invariant operand's cotangent summed down once after
@@ -129,14 +130,21 @@ def step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
 
 #: entries of one step's product up to which ``stepwise_ahead`` computes all
 #: steps at once, in ``x``'s own layout, where it cannot make them time-major
-#: (see ``StepProducts``).  Above it each step's own product (a contiguous
-#: array) is as fast.  Measured on rnn_mnist's (100, 196) @ (196, 64) steps:
-#: one product per step ran the whole gradient about 3% faster than strided
-#: reads of a batch-major stacked product; in session 9, with the backward
-#: sweep's w cotangent stacked too (one x.T @ stack after the loop), 2% slower
-#: through these runtime helpers, though 4% faster written inline in the
-#: module (docs/results.md): emitting that layout inline is the way to it.
+#: (see ``StepProducts``).  Above it all steps are computed at once only
+#: where ``x``'s steps are one matrix without a copy (``own_rows``): a
+#: contiguous ``x`` whose axis the steps cover; else each step's own product
+#: (a contiguous array).  Measured on rnn_mnist's 4 steps of (100, 196) @
+#: (196, 64) (float32, one thread, interleaved against hand-written NumPy):
+#: with the backward sweep's ``w`` cotangent stacked in the product's layout
+#: (``stepstacks``: one ``rows.T @ stack`` after the loop) the whole gradient
+#: ran 1.05-1.06x hand-written, each step's own product 1.09x.
 AHEAD_ENTRIES = 2048
+
+
+#: whether ``stepwise_ahead`` computes a large step's product ahead in ``x``'s
+#: own layout where that needs no copy (above ``AHEAD_ENTRIES``); off, each
+#: step's own product (the tests run both)
+OWN_LAYOUT = True
 
 
 #: entries of one step's product up to which ``stepwise_ahead`` makes the
@@ -159,8 +167,8 @@ class StepProducts:
     ``rows`` holds ``x``'s steps copied once, time-major, as one matrix (step
     ``t``'s rows are ``rows[t * k : (t + 1) * k]``, ``k`` rows a step), so
     that ``prod`` is one ``rows @ w`` and the backward sweep's ``w``
-    cotangent of several steps is one ``rows.T @ stack`` (``stack_step``,
-    ``stacked_product``).  A negative step counts from the end (the steps
+    cotangent of several steps is one ``rows.T @ stack`` (``step_stack``,
+    ``stacked_steps``).  A negative step counts from the end (the steps
     then cover all of ``x``'s axis)."""
 
     __slots__ = ("prod", "rows")
@@ -254,9 +262,11 @@ def stepwise_ahead(
     """Every step's product before the loop: a ``StepProducts`` (``x``'s steps
     copied time-major once, one product) where ``x`` and ``w`` are matrices of
     one float dtype and the steps a range that cuts ``x`` as a reshape would;
-    else ``stepwise_matmul(x, w, axis, steps, tiles)`` when one step's product
-    is small (at most ``AHEAD_ENTRIES`` entries, ``w`` a matrix), else None:
-    then ``step_product`` computes each step's product itself.  Only
+    else ``stepwise_matmul(x, w, axis, steps, tiles)`` (an array in ``x``'s
+    own layout) when one step's product is small (at most ``AHEAD_ENTRIES``
+    entries, ``w`` a matrix) or ``x``'s steps are one matrix without a copy
+    (``own_rows``), else None: then ``step_product`` computes each step's
+    product itself.  Only
     ``step_product`` and the backward sweep's helpers read it, and
     differentiate through ``x`` and ``w``: it is no operand (no gradient, no
     tangent).
@@ -268,6 +278,32 @@ def stepwise_ahead(
     read strided for 200 steps of (32, 16) @ (16, 8), 0.89x with OpenBLAS's
     own kernels, 0.97x for 50 steps of (32, 64) @ (64, 64), 0.99x for 20 of
     (64, 64) @ (64, 64)."""
+    if (  # the common large case first: x's steps one matrix without a copy
+        OWN_LAYOUT
+        and tiles is None
+        and type(x) is np.ndarray
+        and type(w) is np.ndarray
+        and type(steps) is range
+        and 0 < axis < x.ndim - 1
+        and w.ndim == 2
+        and x.flags.c_contiguous
+        and x.dtype == w.dtype
+        and x.dtype.kind == "f"
+        and x.size // (x.shape[axis] or 1) // (x.shape[-1] or 1) * w.shape[1]
+        > TIME_MAJOR_ENTRIES
+        and _steps.reach(steps, x.shape[axis]) == x.shape[axis]
+    ):
+        shape = x.shape[:-1] + (w.shape[1],)
+        if (
+            type(out) is np.ndarray
+            and out.shape == shape
+            and out.dtype == x.dtype
+            and out.flags.c_contiguous
+            and out.flags.writeable
+        ):
+            np.matmul(_steps.as_matrix(x), w, out=_steps.as_matrix(out))
+            return out
+        return np.matmul(_steps.as_matrix(x), w).reshape(shape)
     if type(x) is not np.ndarray or np.ndim(w) != 2:
         return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
     if tiles is None:
@@ -285,8 +321,52 @@ def stepwise_ahead(
         if ahead is not None:
             return ahead
     if entries > AHEAD_ENTRIES:
-        return None
+        xs = own_steps(x, axis, steps, tiles) if OWN_LAYOUT else None
+        if xs is None:
+            return None
+        if type(w) is np.ndarray and w.dtype == x.dtype and x.dtype.kind == "f":
+            # (stepwise_matmul's product, without its checks again)
+            shape = xs.shape[:-1] + (w.shape[1],)
+            if (
+                type(out) is np.ndarray
+                and out.shape == shape
+                and out.dtype == x.dtype
+                and out.flags.c_contiguous
+                and out.flags.writeable
+            ):
+                np.matmul(_steps.as_matrix(xs), w, out=_steps.as_matrix(out))
+                return out
+            return np.matmul(_steps.as_matrix(xs), w).reshape(shape)
     return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
+
+
+def own_rows(x: Any, axis: int, steps: Any, tiles: Any) -> Any:
+    """``x``'s steps as the rows of one matrix in ``x``'s own layout, a view
+    (row ``i`` of ``stepwise_matmul``'s product as a matrix is row ``i``
+    here), or None where that would need a copy: ``x`` not contiguous, the
+    steps not covering its axis, or the axis the last one."""
+    xs = own_steps(x, axis, steps, tiles)
+    return None if xs is None else _steps.as_matrix(xs)
+
+
+def own_steps(x: Any, axis: int, steps: Any, tiles: Any) -> Any:
+    """``x`` with step ``t`` at index ``t`` along ``axis`` (``tiles``: its
+    slices reshaped so), where its steps are one matrix without a copy (see
+    ``own_rows``), else None."""
+    if type(x) is not np.ndarray or type(steps) is not range:
+        return None
+    if tiles is not None:
+        x = _steps.tiled(x, axis, steps, tiles)  # step t: index t along axis
+        if x is None:
+            return None
+    if not (
+        0 <= axis < x.ndim - 1
+        and x.flags.c_contiguous
+        and len(steps)
+        and _steps.reach(steps, x.shape[axis]) == x.shape[axis]
+    ):
+        return None
+    return x
 
 
 nondifferentiable(stepwise_ahead)
@@ -303,6 +383,8 @@ def step_product(
     time (the hoist pass writes it where ``x`` is no differentiated value: the
     backward sweep runs one ``x_t.T @ g`` a step for ``w``, and scatters
     nothing into a cotangent of ``prod``)."""
+    if type(prod) is np.ndarray:  # (all steps ahead, in x's own layout)
+        return prod[(slice(None),) * axis + (t,)]
     if type(prod) is StepProducts:
         return prod.prod[t]
     if prod is not None:

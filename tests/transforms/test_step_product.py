@@ -47,10 +47,12 @@ def _rnn_args(r, n=6):
 @pytest.fixture(params=["each step", "ahead", "time-major"])
 def ahead(request, monkeypatch):
     """Each step's own product (AHEAD_ENTRIES and TIME_MAJOR_ENTRIES below any
-    size), all ahead in x's layout, or all ahead time-major (StepProducts)."""
+    size, OWN_LAYOUT off), all ahead in x's layout, or all ahead time-major
+    (StepProducts)."""
     monkeypatch.setattr(
         stepreads, "AHEAD_ENTRIES", -1 if request.param == "each step" else 1 << 40
     )
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", request.param != "each step")
     monkeypatch.setattr(
         stepreads,
         "TIME_MAJOR_ENTRIES",
@@ -137,7 +139,7 @@ def test_forward_mode_and_second_order(ahead):
     np.testing.assert_allclose(hv, (gp - gm) / (2 * eps), rtol=1e-5, atol=1e-7)
 
 
-def test_step_product_runtime():
+def test_step_product_runtime(monkeypatch):
     r = np.random.default_rng(7)
     x, w = r.normal(size=(3, 4, 2)), r.normal(size=(2, 5))
     prod = steps.stepwise_matmul(x, w, 1, range(4))
@@ -160,5 +162,14 @@ def test_step_product_runtime():
     np.testing.assert_allclose(got, x[:, 1].T @ g)
     # ahead only when a step's product is small
     assert type(stepreads.stepwise_ahead(x, w, 1, range(4))) is stepreads.StepProducts
+    # a large step: in x's own layout where that needs no copy (x contiguous,
+    # the steps reaching its axis' end), else each step's own product
     big = np.zeros((1000, 4, 2))
+    own = stepreads.stepwise_ahead(big, w, 1, range(4))
+    assert type(own) is np.ndarray and own.shape == (1000, 4, 5)
+    np.testing.assert_array_equal(stepreads.step_product(own, big, w, 1, 2), 0.0)
+    assert stepreads.stepwise_ahead(big, w, 1, range(3)) is None  # not reached
+    strided = np.zeros((2000, 4, 2))[::2]
+    assert stepreads.stepwise_ahead(strided, w, 1, range(4)) is None
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", False)
     assert stepreads.stepwise_ahead(big, w, 1, range(4)) is None

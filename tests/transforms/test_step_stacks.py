@@ -1,10 +1,12 @@
-"""Time-major step products and their stacked weight cotangent.
+"""Step products ahead of the loop and their stacked weight cotangent.
 
 ``stepwise_ahead`` copies a loop's steps of ``x`` time-major once and runs
-one product (a ``StepProducts``) where a step's product is small; in buffered
-code the ``loopsums`` pass stacks the backward sweep's per-step cotangents of
-``step_product`` for ``w`` (``stack_step``) and sums them with one product
-after the loop (``stacked_product``), one for both loops of a peeled loop.
+one product (a ``StepProducts``) where a step's product is small, or one
+product in ``x``'s own layout where its steps are one matrix without a copy;
+in buffered code the ``loopsums`` pass stacks the backward sweep's per-step
+cotangents of ``step_product`` for ``w`` inline (``S[:, t] = g`` into
+``step_stack``'s array) and sums them with one product after the loop
+(``stacked_steps``), one for both loops of a peeled loop.
 
 Gradients against central differences in float64 (step axis 1 and 2, tiles,
 peeled and unpeeled loops, loops that skip steps or visit them backwards,
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.runtime import stepreads, stepstacks
+from s2sad.runtime import stepreads, steps, stepstacks
 from tests.repeated import buffer_everything, check_repeated_calls, seeded_rand
 
 __all__ = ["buffer_everything"]
@@ -27,12 +29,14 @@ def _buffered(buffer_everything):
     """Workspaces for every size (the buffered code runs on small shapes)."""
 
 
-@pytest.fixture(params=["time-major", "each step"])
+@pytest.fixture(params=["time-major", "own layout", "each step"])
 def layout(request, monkeypatch):
-    """Steps made time-major at any size, or never (each step's own product)."""
+    """Steps made time-major at any size, or never: in x's own layout where
+    that needs no copy, or each step's own product."""
     big = request.param == "time-major"
     monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40 if big else -1)
     monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", request.param != "each step")
     return request.param
 
 
@@ -132,21 +136,25 @@ def test_emitted_form():
     vg(*args)
     src = vg.source
     assert "d_step_product_rhs" not in src
-    assert src.count("stack_step(") == 2  # the peeled loop's two backward loops
-    # ... continue one stack: one product after both
-    assert "g_Wx_steps_1 = g_Wx_steps\n" in src
-    assert src.count("stacked_product(") == 1
+    # the peeled loop's two backward loops write the steps inline, into one
+    # stack made before both (for both loops' steps), summed once after both
+    assert "g_Wx_stack = step_stack(xs_at_Wx, xs, Wx, 1, None, r_rest, r_first)" in src
+    assert src.count("g_Wx_stack[:, t] = g_matmul") == 1
+    assert src.count("g_Wx_stack_1[:, t] = g_matmul") == 1
+    assert src.count("[:, t] = 0") == 2  # (a step with no cotangent)
+    assert "g_Wx_stack_1 = g_Wx_stack\n" in src
+    assert src.count("stacked_steps(") == 1
+    # ... into the gradient's own place (buffer_results: no copy out of a
+    # workspace buffer, or the caller's out= array)
+    assert "g_Wx = stacked_steps(g_Wx_stack_1, xs_at_Wx, xs, Wx, 1, None, g_Wx" in src
+    assert '"g_Wx": 0' in src
     # ... and one sum of the bias's steps, summed down once after both loops
     assert "g_b_steps_1 = g_b_steps\n" in src
     assert src.count("unbroadcast(g_b_steps") == 1
-    # where the steps are not stacked (each step's own product) the sum is an
-    # array: a workspace buffer for it
-    assert 'out=ws.take("g_Wx_steps")' in src
-    assert "g_Wx = accumulate(g_Wx, stacked_product(g_Wx_steps_1, xs_at_Wx))" in src
     # the plain module that hvp differentiates keeps one product a step
     plain = s2sad.value_and_grad(fn, argnums=argnums, optimize=False)
     plain(*args)
-    assert "stack_step" not in plain.source
+    assert "step_stack(" not in plain.source
 
 
 def read_in_loop(W, x):  # g_W read in the loop: W's cotangent stays per step
@@ -160,7 +168,7 @@ def test_cotangent_read_in_loop_stays_per_step(layout):
     rand = seeded_rand(5)
     args = (rand(3, 2), rand(4, 5, 3))
     vg = check_repeated_calls(read_in_loop, args, (0,))
-    assert "stack_step" not in vg.source and "d_step_product_rhs" in vg.source
+    assert "step_stack(" not in vg.source and "d_step_product_rhs" in vg.source
 
 
 def test_float32(layout):
@@ -197,37 +205,79 @@ def _per_step(g, x, axis, t):
 
 
 @pytest.mark.parametrize(
-    "order", [[3, 2, 1, 0], [5, 3, 1], [0, 7], [2, 2, 1], [-1, -2]]
+    "written, ranges",
+    [
+        ([3, 2, 1, 0], [range(4)]),  # every step, one loop
+        ([3, 2, 1, 0], [range(1, 4), range(1)]),  # a peeled loop's two
+        ([3, 1], [range(1, 4, 2)]),  # steps no loop visits: zeros
+        ([-1, -2, -3, -4], [range(-1, -5, -1)]),  # negative steps
+        ([1, 0], [range(2)]),  # the tail of x's axis unvisited
+    ],
 )
-def test_stacked_product_runtime(order, monkeypatch):
-    """Dense steps (one product), steps with gaps (zeros between), sparse
-    steps (one product each), a step visited twice, negative steps; a step
-    whose cotangent has another shape or dtype is differentiated at once."""
-    monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40)
+@pytest.mark.parametrize("kind", ["time-major", "own layout", "each step"])
+def test_step_stack_runtime(written, ranges, kind, monkeypatch):
+    """The stack ``step_stack`` makes, written as the emitted sweep writes it
+    (a step with no cotangent as zero), sums to the per-step cotangents."""
+    monkeypatch.setattr(
+        stepreads, "TIME_MAJOR_ENTRIES", 1 << 40 if kind == "time-major" else -1
+    )
+    monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
+    monkeypatch.setattr(stepreads, "OWN_LAYOUT", kind == "own layout")
     rand = seeded_rand(8)
-    x, w = rand(3, 8, 2, 4), rand(4, 5)
-    prod = stepreads.stepwise_ahead(x, w, 1, range(8))
-    assert type(prod) is stepreads.StepProducts
-    stack, want = None, np.zeros((4, 5))
-    for t in order:
+    x, w = rand(3, 4, 2, 4), rand(4, 5)
+    steps = ranges[0] if len(ranges) == 1 else range(4)
+    prod = stepreads.stepwise_ahead(x, w, 1, steps)
+    want_type = {
+        "time-major": stepreads.StepProducts,
+        "own layout": np.ndarray,
+        "each step": type(None),
+    }[kind]
+    if kind == "own layout" and steps == range(2):
+        want_type = type(None)  # the steps do not reach x's end: a copy would do
+    assert type(prod) is want_type
+    stack = stepstacks.step_stack(prod, x, w, 1, None, *ranges)
+    want = np.zeros((4, 5))
+    for t in written:
         np.testing.assert_allclose(
             stepreads.step_product(prod, x, w, 1, t), x[:, t] @ w
         )
         g = rand(3, 2, 5)
-        stack = stepstacks.stack_step(stack, g, prod, x, w, 1, t)
+        stack[:, t] = g
         want += _per_step(g, x, 1, t)
-    odd = rand(3, 2, 5).astype(np.float32)  # another dtype: at once
-    stack = stepstacks.stack_step(stack, odd, prod, x, w, 1, 4)
-    want += _per_step(odd.astype(np.float64), x, 1, 4)
-    np.testing.assert_allclose(stepstacks.stacked_product(stack, prod), want)
-    # no StepProducts (each step's own product): one product a step, summed
-    stack, want = None, np.zeros((4, 5))
-    for t in order:
-        g = rand(3, 2, 5)
-        stack = stepstacks.stack_step(stack, g, None, x, w, 1, t)
-        want += _per_step(g, x, 1, t)
-    np.testing.assert_allclose(stepstacks.stacked_product(stack, None), want)
-    assert stepstacks.stacked_product(None, prod) is None
+        g[...] = np.nan  # (a buffer the sweep writes again: copied at once)
+    if prod is not None:
+        assert type(stack) is np.ndarray
+    np.testing.assert_allclose(stepstacks.stacked_steps(stack, prod, x, w, 1), want)
+
+
+def test_step_stack_zeroes_unvisited_steps():
+    """Steps no range visits are zero in the stack, whatever the kept scratch
+    array held before; a range that is none or out of bounds: per step."""
+    rand = seeded_rand(9)
+    x, w = rand(3, 4, 2), rand(2, 5)
+    prod = steps.stepwise_matmul(x, w, 1, range(4))
+    first = stepstacks.step_stack(prod, x, w, 1, None, range(4))
+    first[...] = np.nan
+    del first  # (its kept array: reused)
+    stack = stepstacks.step_stack(prod, x, w, 1, None, range(1, 4, 2))
+    assert type(stack) is np.ndarray
+    np.testing.assert_array_equal(stack[:, 0], 0)
+    np.testing.assert_array_equal(stack[:, 2], 0)
+    for bad in ([0, 1], range(7)):
+        other = stepstacks.step_stack(prod, x, w, 1, None, bad)
+        assert type(other) is stepstacks.StepCotangents
+    # tiles: step t is the slice t * 2 : (t + 1) * 2 of the last axis
+    flat = rand(3, 8)
+    tiled = steps.stepwise_matmul(flat, w, 1, range(4), (2, 0, 2, 2))
+    stack = stepstacks.step_stack(tiled, flat, w, 1, (2, 0, 2, 2), range(4))
+    assert type(stack) is np.ndarray
+    want = np.zeros((2, 5))
+    for t in range(4):
+        g = rand(3, 5)
+        stack[:, t] = g
+        want += flat[:, 2 * t : 2 * t + 2].T @ g
+    got = stepstacks.stacked_steps(stack, tiled, flat, w, 1, (2, 0, 2, 2))
+    np.testing.assert_allclose(got, want)
 
 
 def test_scratch_arrays_not_reused_while_held(monkeypatch):
@@ -244,41 +294,21 @@ def test_scratch_arrays_not_reused_while_held(monkeypatch):
 
 
 @pytest.mark.parametrize("shapes", [((3, 4, 0), (0, 5)), ((0, 4, 2), (2, 5))])
-def test_empty_steps(shapes, monkeypatch):
+@pytest.mark.parametrize("kind", ["time-major", "own layout"])
+def test_empty_steps(shapes, kind, monkeypatch):
     """Steps with no rows or no columns: products and cotangents of zeros."""
-    monkeypatch.setattr(stepreads, "TIME_MAJOR_ENTRIES", 1 << 40)
+    monkeypatch.setattr(
+        stepreads, "TIME_MAJOR_ENTRIES", 1 << 40 if kind == "time-major" else -1
+    )
+    monkeypatch.setattr(stepreads, "AHEAD_ENTRIES", -1)
     x, w = np.ones(shapes[0]), np.ones(shapes[1])
     prod = stepreads.stepwise_ahead(x, w, 1, range(4))
-    stack = None
-    for t in (3, 0):
+    stack = stepstacks.step_stack(prod, x, w, 1, None, range(4))
+    for t in range(4):
         step = stepreads.step_product(prod, x, w, 1, t)
         np.testing.assert_array_equal(step, x[:, t] @ w)
-        stack = stepstacks.stack_step(stack, np.ones(step.shape), prod, x, w, 1, t)
-    np.testing.assert_array_equal(stepstacks.stacked_product(stack, prod), 0 * w)
-
-
-def test_sum_without_stack_into_buffer():
-    """No StepProducts: the sum itself, into ``out`` (never into the sum of
-    the earlier steps, which another name may hold), else a new array."""
-    rand = seeded_rand(10)
-    x, w = rand(3, 4, 2), rand(2, 5)
-    gs = [rand(3, 5) for _ in range(3)]
-    out = np.empty((2, 5))
-    first = stepstacks.stack_step(None, gs[0], None, x, w, 1, 0, out=out)
-    assert first is out
-    kept = first.copy()
-    out2 = np.empty((2, 5))
-    second = stepstacks.stack_step(first, gs[1], None, x, w, 1, 1, out=out2)
-    assert second is out2
-    np.testing.assert_array_equal(first, kept)
-    third = stepstacks.stack_step(second, gs[2], None, x, w, 1, 2, out=second)
-    assert third is not second  # (out is the sum itself: not used)
-    want = sum(x[:, t].T @ gs[t] for t in range(3))
-    np.testing.assert_allclose(stepstacks.stacked_product(third, None), want)
-    # float32 steps into a float64 sum, a buffer of another dtype: no cast
-    g32 = gs[0].astype(np.float32)
-    got = stepstacks.stack_step(None, g32, None, x, w, 1, 0, out=np.empty((2, 5)))
-    np.testing.assert_allclose(got, x[:, 0].T @ g32, rtol=1e-6)
+        stack[:, t] = np.ones(step.shape)
+    np.testing.assert_array_equal(stepstacks.stacked_steps(stack, prod, x, w, 1), 0 * w)
 
 
 def test_a_held_gradient_is_not_overwritten(layout):

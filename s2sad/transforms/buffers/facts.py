@@ -32,8 +32,8 @@ from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
-from s2sad.runtime.stepstacks import stack_step
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
+from s2sad.runtime.stepstacks import stacked_steps
 from s2sad.transforms.astutil import anno
 
 REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
@@ -157,13 +157,12 @@ class Facts:
             return self.some_known(v.args[1])
         if self.rule_of(v) in fused.KERNELS:  # a rule's expression, fused
             return self.some_known(*v.args)
-        if self.rule_of(v) is stack_step:  # loopsums': a sum like w, or a stack
-            return self.some_known(v.args[4])
         return self.rule_of(v) in (
             stepwise_matmul,
             stepwise_ahead,
             matmul_zeros,
             step_product,
+            stacked_steps,
         )
 
     def some_known(self, *exprs: ast.expr) -> bool:
@@ -249,8 +248,8 @@ class Facts:
             )
         if self.rule_of(v) is sum_steps:  # shaped like g (checked at run time)
             return self.is_shaped(v.args[1])
-        if self.rule_of(v) is stack_step:  # shaped like w (a stack: no array)
-            return self.is_shaped(v.args[4])
+        if self.rule_of(v) is stacked_steps:  # loopsums': shaped like w
+            return self.is_shaped(v.args[3]) and self.is_fixed(v.args[4])
         if self.rule_of(v) is step_product:  # a step of the hoisted product
             return self.is_shaped(v.args[0]) and self.is_fixed(v.args[3])
         if self.rule_of(v) is log_softmax_as_written:  # fuse's: shaped like x

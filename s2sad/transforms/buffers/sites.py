@@ -40,8 +40,8 @@ from s2sad.runtime import fused
 from s2sad.runtime.activations import log_softmax_as_written
 from s2sad.runtime.indexing import add_at_index
 from s2sad.runtime.stepreads import step_product, stepwise_ahead, sum_steps
-from s2sad.runtime.stepstacks import stack_step
 from s2sad.runtime.steps import matmul_zeros, stepwise_matmul
+from s2sad.runtime.stepstacks import stacked_steps
 from s2sad.transforms import ops
 from s2sad.transforms.astutil import Namer, anno, assign, name
 from s2sad.transforms.buffers.facts import REDUCTIONS, Facts, helper_of
@@ -53,7 +53,7 @@ STEP_PRODUCTS = (
     step_product,
     matmul_zeros,
     sum_steps,  # loopsums': a buffer for the sum over steps
-    stack_step,  # loopsums': a buffer for the sum where steps are not stacked
+    stacked_steps,  # loopsums': the weight's cotangent, one product after the loop
 )
 
 

@@ -24,7 +24,8 @@ instead of one product per step.
 Where ``xs`` is no differentiated value (the usual case: the data), the loop
 reads ``matmul = step_product(xs_at_Wx, xs, Wx, 1, t)`` of ``xs_at_Wx =
 stepwise_ahead(xs, Wx, 1, r)`` instead (``s2sad/runtime/stepreads.py``): the
-same entries, computed ahead only when a step's product is small, and
+same entries, computed ahead where a step's product is small or ``xs``'s
+steps are one matrix without a copy, and
 differentiated as ``xs``'s step ``@ Wx`` one step at a time, so no cotangent
 of the stacked product is built a step at a time and summed after the loop.
 

@@ -27,19 +27,26 @@ both (``_merge``, as for the stacks below).
 A loop's ``step_product`` (the ``hoist`` pass) gets, for its weight ``w``,
 ``g_w = accumulate(g_w, d_step_product_rhs(g_m, m, R, x, w, axis, t)[0])``:
 one ``x_t.T @ g_m`` product a step.  Under the same conditions (``g_w`` bound
-and read by that statement alone, ``R`` bound nowhere in the loop) the pass
-writes::
+and read by that statement alone, ``R`` bound nowhere in the loop), where
+the sweep writes every step once (``for t in reversed(r)``, no ``break`` or
+``continue``, the statement run every step but where ``g_m`` is None:
+``_inline``), the pass writes::
 
-    g_w_steps = None
+    g_w_stack = step_stack(R, x, w, axis, tiles, r)
     for t in reversed(r):
         ...
-        g_w_steps = stack_step(g_w_steps, g_m, R, x, w, axis, t)
-    g_w = accumulate(g_w, stacked_product(g_w_steps, R))
+        if g_m is not None:
+            g_w_stack[:, t] = g_m
+        else:
+            g_w_stack[:, t] = 0
+    g_w = stacked_steps(g_w_stack, R, x, w, axis, tiles, g_w)  # g_w plus the sum
 
-``runtime.stepstacks.stack_step`` copies each step's ``g_m`` into a time-major stack (a
-contiguous slab a step) and ``stacked_product`` sums them with one
-``x.T @ stack`` after the loop, over the time-major copy of ``x`` that
-``stepwise_ahead`` made; a step it cannot stack is differentiated at once.
+``runtime.stepstacks.step_stack`` makes an array of ``R``'s layout (time-major,
+or ``x``'s own) where ``R`` holds every step's product as one matrix's rows,
+and ``stacked_steps`` sums the steps with one ``rows.T @ stack`` after the
+loop (written inline, the copy a step costs what a Python call would not:
+session 10 measured the helper calls a step at 2% of rnn_mnist's gradient).
+Else the stack is an object that differentiates each step as it is written.
 
 Only for buffered NumPy code (``Options.buffers``): the plain
 module that ``hvp`` differentiates again keeps the per-step form.
@@ -48,6 +55,7 @@ module that ``hvp`` differentiates again keeps the per-step form.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from s2sad.options import BUFFERED
@@ -96,10 +104,10 @@ def _merge(stmts: list[ast.stmt], i: int, stacks: list, pending: dict) -> int:
     removed = 0
     for g_w, prod, steps_name, start, total, kind in stacks:
         earlier = pending.get((g_w, prod, kind))
-        pending[(g_w, prod, kind)] = (total, steps_name)
+        pending[(g_w, prod, kind)] = (total, steps_name, start)
         if earlier is None:
             continue
-        total_before, steps_before = earlier
+        total_before, steps_before, first = earlier
         at = next((k for k, s in enumerate(stmts) if s is total_before), None)
         here = next((k for k, s in enumerate(stmts) if s is start), None)
         if at is None or here is None or at > here:
@@ -112,6 +120,10 @@ def _merge(stmts: list[ast.stmt], i: int, stacks: list, pending: dict) -> int:
             for node in walk(stmt)
         ):
             continue
+        if kind == "inline":  # the stack made before the first loop: for
+            # this loop's steps too (a step that neither visits is zeroed)
+            first.value.args.append(start.value.args[-1])
+        pending[(g_w, prod, kind)] = (total, steps_name, first)
         start.value = name(steps_before)
         del stmts[at]
         removed += 1
@@ -247,22 +259,104 @@ def _stacks(loop: ast.For, module: Any, stored, loaded, before, after, stacks) -
             or prod.id in stored
         ):
             continue
-        steps_name = module.namer.fresh(f"{g_w}_steps")
         if isinstance(rule.func, ast.Name):  # (its import: only if still called)
             module.maybe_unused.add(rule.func.id)
-        old = block[k]
-        args = [name(steps_name)] + [a for i, a in enumerate(rule.args) if i != 1]
-        step = call(module.rule_ref(stepstacks.stack_step), *args)
-        block[k] = assign(steps_name, step, like=old)
-        start = assign(steps_name, const(None), like=loop)
-        before.append(start)
-        total = call(
-            module.rule_ref(stepstacks.stacked_product),
-            name(steps_name),
-            name(prod.id),
-        )
-        summed = assign(
-            g_w, call(module.helper("accumulate"), name(g_w), total), like=old
-        )
-        after.append(summed)
-        stacks.append((g_w, prod.id, steps_name, start, summed, "stack"))
+        _inline(loop, block, k, g_w, rule, module, before, after, stacks)
+
+
+def _guard(loop: ast.For, block: list, k: int, g: ast.expr) -> ast.If | None | bool:
+    """Where ``block[k]`` runs every step of ``loop``: at its top level (None)
+    or alone in an ``if g is not None:`` there (that ``if``); else False."""
+    if block is loop.body:
+        return None
+    for stmt in loop.body:
+        if (
+            isinstance(stmt, ast.If)
+            and stmt.body is block
+            and len(block) == 1
+            and not stmt.orelse
+            and isinstance(stmt.test, ast.Compare)
+            and isinstance(stmt.test.left, ast.Name)
+            and isinstance(g, ast.Name)
+            and stmt.test.left.id == g.id
+            and len(stmt.test.ops) == 1
+            and isinstance(stmt.test.ops[0], ast.IsNot)
+            and isinstance(stmt.test.comparators[0], ast.Constant)
+            and stmt.test.comparators[0].value is None
+        ):
+            return stmt
+    return False
+
+
+def _inline(loop, block, k, g_w, rule, module, before, after, stacks) -> bool:
+    """The stack written inline (``stepstacks.step_stack``): before the loop
+    ``S = step_stack(R, x, w, axis, tiles, r)``, in it ``S[:, t] = g`` (``= 0``
+    where ``g`` is None), after it ``g_w = accumulate(g_w, stacked_steps(S, R,
+    x, w, axis, tiles))``.  Only where the sweep writes every step it visits
+    once: ``loop`` is ``for t in reversed(r)`` with no ``break`` or
+    ``continue``, the rule's step is ``t`` and its statement runs every step
+    (see ``_guard``).  Whether it applied."""
+    g, _, prod, x, w, axis, t = rule.args[:7]
+    tiles = rule.args[7] if len(rule.args) > 7 else const(None)
+    guard = _guard(loop, block, k, g)
+    if (
+        guard is False
+        or not isinstance(loop.target, ast.Name)
+        or not (isinstance(t, ast.Name) and t.id == loop.target.id)
+        or not (isinstance(axis, ast.Constant) and type(axis.value) is int)
+        or not all(isinstance(a, ast.Name) for a in (g, x, w))
+        or not _reversed_range(loop)
+        or any(isinstance(n, (ast.Break, ast.Continue)) for n in walk(loop))
+    ):
+        return False
+    stack = module.namer.fresh(f"{g_w}_stack")
+    old = block[k]
+    at = [ast.Slice(lower=None, upper=None, step=None) for _ in range(axis.value)]
+    step = ast.Tuple(elts=[*at, name(t.id)], ctx=ast.Load()) if at else name(t.id)
+
+    def write(value: ast.expr) -> ast.stmt:
+        target = ast.Subscript(value=name(stack), slice=step, ctx=ast.Store())
+        return ast.copy_location(ast.Assign(targets=[target], value=value), old)
+
+    block[k] = write(name(g.id))
+    if guard is not None:  # a step the sweep reaches with no cotangent: zero
+        guard.orelse = [write(const(0))]
+    made = call(
+        module.rule_ref(stepstacks.step_stack),
+        name(prod.id),
+        name(x.id),
+        name(w.id),
+        const(axis.value),
+        copy.deepcopy(tiles),
+        copy.deepcopy(loop.iter.args[0]),
+    )
+    start = assign(stack, made, like=loop)
+    before.append(start)
+    total = call(
+        module.rule_ref(stepstacks.stacked_steps),
+        name(stack),
+        name(prod.id),
+        name(x.id),
+        name(w.id),
+        const(axis.value),
+        copy.deepcopy(tiles),
+        name(g_w),
+    )
+    summed = assign(g_w, total, like=old)
+    after.append(summed)
+    stacks.append((g_w, prod.id, stack, start, summed, "inline"))
+    return True
+
+
+def _reversed_range(loop: ast.For) -> bool:
+    """Whether ``loop`` iterates ``reversed(r)``, ``r`` a name (a range the
+    forward loop ran over: each step once)."""
+    it = loop.iter
+    return (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "reversed"
+        and len(it.args) == 1
+        and not it.keywords
+        and isinstance(it.args[0], ast.Name)
+    )
