@@ -11,7 +11,7 @@ differentiated value, the ``hoist`` pass (``transforms/front/hoist.py``) writes:
 when a step's product is small (a ``StepProducts``, ``x``'s steps copied
 once: step ``t``'s product is a contiguous slab, ``TIME_MAJOR_ENTRIES``),
 else in ``x``'s own layout (``steps.stepwise_matmul``) where a step's product
-is small or ``x``'s steps are one matrix without a copy (``own_rows``), else
+is small or ``x``'s steps are one matrix without a copy (``own_steps``), else
 None; ``step_product`` reads step ``t`` of it, or computes that step's own
 product.  Its rules differentiate it as ``x``'s step times ``w``, one step at
 a time: the backward sweep never builds a cotangent of the stacked product.
@@ -131,7 +131,7 @@ def step_of(x: Any, axis: int, t: Any, tiles: Any) -> Any:
 #: entries of one step's product up to which ``stepwise_ahead`` computes all
 #: steps at once, in ``x``'s own layout, where it cannot make them time-major
 #: (see ``StepProducts``).  Above it all steps are computed at once only
-#: where ``x``'s steps are one matrix without a copy (``own_rows``): a
+#: where ``x``'s steps are one matrix without a copy (``own_steps``): a
 #: contiguous ``x`` whose axis the steps cover; else each step's own product
 #: (a contiguous array).  Measured on rnn_mnist's 4 steps of (100, 196) @
 #: (196, 64) (float32, one thread, interleaved against hand-written NumPy):
@@ -265,7 +265,7 @@ def stepwise_ahead(
     else ``stepwise_matmul(x, w, axis, steps, tiles)`` (an array in ``x``'s
     own layout) when one step's product is small (at most ``AHEAD_ENTRIES``
     entries, ``w`` a matrix) or ``x``'s steps are one matrix without a copy
-    (``own_rows``), else None: then ``step_product`` computes each step's
+    (``own_steps``), else None: then ``step_product`` computes each step's
     product itself.  Only
     ``step_product`` and the backward sweep's helpers read it, and
     differentiate through ``x`` and ``w``: it is no operand (no gradient, no
@@ -293,17 +293,7 @@ def stepwise_ahead(
         > TIME_MAJOR_ENTRIES
         and _steps.reach(steps, x.shape[axis]) == x.shape[axis]
     ):
-        shape = x.shape[:-1] + (w.shape[1],)
-        if (
-            type(out) is np.ndarray
-            and out.shape == shape
-            and out.dtype == x.dtype
-            and out.flags.c_contiguous
-            and out.flags.writeable
-        ):
-            np.matmul(_steps.as_matrix(x), w, out=_steps.as_matrix(out))
-            return out
-        return np.matmul(_steps.as_matrix(x), w).reshape(shape)
+        return _own_product(x, w, out)
     if type(x) is not np.ndarray or np.ndim(w) != 2:
         return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
     if tiles is None:
@@ -325,34 +315,33 @@ def stepwise_ahead(
         if xs is None:
             return None
         if type(w) is np.ndarray and w.dtype == x.dtype and x.dtype.kind == "f":
-            # (stepwise_matmul's product, without its checks again)
-            shape = xs.shape[:-1] + (w.shape[1],)
-            if (
-                type(out) is np.ndarray
-                and out.shape == shape
-                and out.dtype == x.dtype
-                and out.flags.c_contiguous
-                and out.flags.writeable
-            ):
-                np.matmul(_steps.as_matrix(xs), w, out=_steps.as_matrix(out))
-                return out
-            return np.matmul(_steps.as_matrix(xs), w).reshape(shape)
+            return _own_product(xs, w, out)
     return _steps.stepwise_matmul(x, w, axis, steps, tiles, out)
 
 
-def own_rows(x: Any, axis: int, steps: Any, tiles: Any) -> Any:
-    """``x``'s steps as the rows of one matrix in ``x``'s own layout, a view
-    (row ``i`` of ``stepwise_matmul``'s product as a matrix is row ``i``
-    here), or None where that would need a copy: ``x`` not contiguous, the
-    steps not covering its axis, or the axis the last one."""
-    xs = own_steps(x, axis, steps, tiles)
-    return None if xs is None else _steps.as_matrix(xs)
+def _own_product(xs: np.ndarray, w: np.ndarray, out: Any) -> np.ndarray:
+    """``stepwise_matmul``'s product of ``own_steps``' ``xs`` (matrices of one
+    float dtype), without its checks again: one product of ``xs``'s rows,
+    into ``out`` where it fits."""
+    shape = xs.shape[:-1] + (w.shape[1],)
+    if (
+        type(out) is np.ndarray
+        and out.shape == shape
+        and out.dtype == xs.dtype
+        and out.flags.c_contiguous
+        and out.flags.writeable
+    ):
+        np.matmul(_steps.as_matrix(xs), w, out=_steps.as_matrix(out))
+        return out
+    return np.matmul(_steps.as_matrix(xs), w).reshape(shape)
 
 
 def own_steps(x: Any, axis: int, steps: Any, tiles: Any) -> Any:
     """``x`` with step ``t`` at index ``t`` along ``axis`` (``tiles``: its
-    slices reshaped so), where its steps are one matrix without a copy (see
-    ``own_rows``), else None."""
+    slices reshaped so), where its steps are the rows of one matrix in
+    ``x``'s own layout without a copy (row ``i`` of ``stepwise_matmul``'s
+    product as a matrix is row ``i`` of them), else None: ``x`` not
+    contiguous, the steps not covering its axis, or the axis the last one."""
     if type(x) is not np.ndarray or type(steps) is not range:
         return None
     if tiles is not None:

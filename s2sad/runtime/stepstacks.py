@@ -101,19 +101,18 @@ class StepCotangents:
     step) is differentiated at once, its ``w`` cotangent added to ``total``
     (``g`` may be a buffer the sweep writes again at the next step)."""
 
-    __slots__ = ("args", "tiles", "total")
+    __slots__ = ("args", "total")
 
     def __init__(self, prod: Any, x: Any, w: Any, axis: int, tiles: Any) -> None:
-        self.args = (prod, x, w, axis)
+        self.args = (prod, x, w, axis, tiles)
         self.total: Any = None
-        self.tiles = tiles
 
     def __setitem__(self, index: Any, g: Any) -> None:
         t = index[-1] if type(index) is tuple else index
         if type(g) is int and g == 0:
             return  # a step the sweep reached with no cotangent
-        prod, x, w, axis = self.args
-        part = _reads.d_step_product_rhs(g, None, prod, x, w, axis, t, self.tiles)
+        prod, x, w, axis, tiles = self.args
+        part = _reads.d_step_product_rhs(g, None, prod, x, w, axis, t, tiles)
         self.total = add(self.total, part[0])
 
 
@@ -147,7 +146,7 @@ def stacked_steps(
         and out.dtype == np.result_type(rows, g)
         and out.flags.writeable
         and out is not acc
-        and not np.shares_memory(out, g)
+        and not np.may_share_memory(out, g)
     ):
         total = np.matmul(rows.T, g, out=out)
     else:

@@ -214,3 +214,17 @@ def in_loop(root: ast.AST, stmt: ast.AST) -> bool:
     if any(stmt is n for loop in loops for n in walk(loop)):
         return True
     return not any(stmt is n for n in walk(root))
+
+
+def reversed_name(e: ast.expr) -> str | None:
+    """``r`` where ``e`` is ``reversed(r)``, ``r`` a name; else None."""
+    if (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Name)
+        and e.func.id == "reversed"
+        and len(e.args) == 1
+        and not e.keywords
+        and isinstance(e.args[0], ast.Name)
+    ):
+        return e.args[0].id
+    return None

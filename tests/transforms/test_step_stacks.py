@@ -101,6 +101,13 @@ def callee(W, U, x):  # the loop in a function the differentiated one calls
     return np.sum(h * h)
 
 
+def shared(W, U, x):  # W read after the loop too: its cotangent has a value first
+    h = np.ones((x.shape[0], U.shape[0]))
+    for t in range(x.shape[1]):
+        h = np.tanh(x[:, t, :] @ W + h @ U)
+    return np.sum(h * h) + np.sum(np.sin(W))
+
+
 def _cases(rand, n):
     return [
         (peeled, (rand(3, 5), rand(5, 5), rand(5), rand(n, 12)), (0, 1, 2)),
@@ -115,6 +122,7 @@ def _cases(rand, n):
         (tail, (rand(3, 2), rand(n, 5, 3)), (0,)),
         (backwards, (rand(3, 2), rand(n, 4, 3)), (0,)),
         (callee, (rand(3, 4), rand(4, 4), rand(n, 5, 3)), (0, 1)),
+        (shared, (rand(3, 4), rand(4, 4), rand(n, 5, 3)), (0, 1)),
     ]
 
 

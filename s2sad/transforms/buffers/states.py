@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 
 from s2sad.transforms import liveness
-from s2sad.transforms.astutil import walk
+from s2sad.transforms.astutil import reversed_name, walk
 from s2sad.transforms.comments import is_marker
 
 
@@ -45,7 +45,7 @@ def walk_backwards(fn: ast.FunctionDef, live: dict, builtins: set[str]) -> bool:
         isinstance(r, ast.Name)
         and isinstance(fwd.target, ast.Name)
         and isinstance(bwd.target, ast.Name)
-        and _reversed_of(bwd.iter, r.id)
+        and reversed_name(bwd.iter) == r.id
         and _bound_to_range(body, r.id)
     ):
         return False
@@ -125,18 +125,6 @@ def _one_top_level(loop: ast.For, kind) -> bool:
     level of its body (so once an iteration)."""
     reading = [s for s in loop.body if _mentions_tape(s)]
     return len(reading) == 1 and kind(reading[0]) and not _mentions_tape(loop.iter)
-
-
-def _reversed_of(e: ast.expr, r: str) -> bool:
-    return (
-        isinstance(e, ast.Call)
-        and isinstance(e.func, ast.Name)
-        and e.func.id == "reversed"
-        and len(e.args) == 1
-        and not e.keywords
-        and isinstance(e.args[0], ast.Name)
-        and e.args[0].id == r
-    )
 
 
 def _bound_to_range(body: list[ast.stmt], r: str) -> bool:

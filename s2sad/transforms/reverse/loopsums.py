@@ -60,7 +60,15 @@ from typing import Any
 
 from s2sad.options import BUFFERED
 from s2sad.runtime import stepreads, stepstacks
-from s2sad.transforms.astutil import anno, assign, call, const, name, walk
+from s2sad.transforms.astutil import (
+    anno,
+    assign,
+    call,
+    const,
+    name,
+    reversed_name,
+    walk,
+)
 
 
 def run(job: Any, module: Any) -> None:
@@ -305,7 +313,7 @@ def _inline(loop, block, k, g_w, rule, module, before, after, stacks) -> bool:
         or not (isinstance(t, ast.Name) and t.id == loop.target.id)
         or not (isinstance(axis, ast.Constant) and type(axis.value) is int)
         or not all(isinstance(a, ast.Name) for a in (g, x, w))
-        or not _reversed_range(loop)
+        or reversed_name(loop.iter) is None  # (a range: each step once)
         or any(isinstance(n, (ast.Break, ast.Continue)) for n in walk(loop))
     ):
         return False
@@ -346,17 +354,3 @@ def _inline(loop, block, k, g_w, rule, module, before, after, stacks) -> bool:
     after.append(summed)
     stacks.append((g_w, prod.id, stack, start, summed, "inline"))
     return True
-
-
-def _reversed_range(loop: ast.For) -> bool:
-    """Whether ``loop`` iterates ``reversed(r)``, ``r`` a name (a range the
-    forward loop ran over: each step once)."""
-    it = loop.iter
-    return (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "reversed"
-        and len(it.args) == 1
-        and not it.keywords
-        and isinstance(it.args[0], ast.Name)
-    )
